@@ -1,0 +1,249 @@
+package agent
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/halite-fleet/halite/agent/exec"
+	"github.com/halite-fleet/halite/agent/grains"
+	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/protocol"
+)
+
+// Version is the agent's version.
+var Version = "0.1.0"
+
+// outboxMax bounds the messages other than returns and events (pongs,
+// grains) waiting for the master; returns and events wait in the spool,
+// bounded by spool_max bytes.
+const outboxMax = 10000
+
+// Agent is a running halite-agent. Make it with New, start it with Run.
+type Agent struct {
+	cfg    *config.Agent
+	log    *zap.Logger
+	id     *protocol.Identity
+	grains *grains.Store
+	exec   *exec.Executor
+	bus    *event.Bus
+	out    *outbox
+
+	masterPub atomic.Pointer[ed25519.PublicKey] // the master's key, once pinned
+	pinFailed atomic.Pointer[pinError]          // why the last handshake's pin check failed
+	connected atomic.Bool
+
+	jobsMu sync.Mutex
+	seen   map[string]time.Time // recent job ids, so a job is never run twice
+
+	jobWG sync.WaitGroup
+
+	rets *Returners // a masterless agent's own returners; nil: none
+}
+
+// New loads (or makes) the agent's identity, opens its outbox spool
+// (cachedir/spool; Run closes it) and collects its grains.
+func New(cfg *config.Agent, log *zap.Logger) (*Agent, error) {
+	if err := protocol.ValidID(cfg.ID); err != nil {
+		return nil, fmt.Errorf("agent id: %w", err)
+	}
+	id, created, err := protocol.LoadOrCreateIdentity(cfg.PkiDir, "minion")
+	if err != nil {
+		return nil, fmt.Errorf("agent identity: %w", err)
+	}
+	if created {
+		log.Info("made a new agent key", zap.String("pki_dir", cfg.PkiDir), zap.String("finger", protocol.Fingerprint(id.Pub)))
+	}
+	sp, err := openSpool(cfg.SpoolDir(), int64(cfg.SpoolMax), func(it spoolItem) bool {
+		if !madeBy(it.body, cfg.ID) {
+			log.Warn("outbox item made under another agent id; dropped", zap.Uint64("seq", it.seq))
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if n := sp.len(); n > 0 {
+		log.Info("outbox holds returns and events for the master", zap.Int("items", n))
+	}
+	a := &Agent{
+		cfg:  cfg,
+		log:  log,
+		id:   id,
+		bus:  event.NewBus(log.Named("bus")),
+		out:  newOutbox(outboxMax, sp),
+		seen: make(map[string]time.Time),
+	}
+	a.grains = grains.New(cfg.ID, cfg.Grains, log.Named("grains"))
+	a.exec = exec.New(exec.Options{
+		ID: cfg.ID, Version: Version, Grains: a.grains, Log: log.Named("exec"),
+		OnGrainsRefresh: func(g map[string]any) {
+			a.out.push(&protocol.Grains{Grains: g})
+		},
+	})
+	return a, nil
+}
+
+// Fingerprint is the fingerprint of the agent's key.
+func (a *Agent) Fingerprint() string { return protocol.Fingerprint(a.id.Pub) }
+
+// Run connects to the master and serves jobs until ctx is cancelled; it
+// returns once every goroutine it started, running jobs included, exited.
+func (a *Agent) Run(ctx context.Context) error {
+	ln, err := listenUnix(a.cfg.SocketPath())
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return a.serveLocal(gctx, ln) })
+	g.Go(func() error { return a.out.spool.syncLoop(gctx) })
+	g.Go(func() error {
+		<-gctx.Done()
+		ln.Close()
+		return nil
+	})
+	if a.cfg.MasterType != "disable" && len(a.cfg.MasterAddrs()) > 0 {
+		g.Go(func() error { return a.connectLoop(gctx) })
+	} else {
+		a.log.Info("running masterless")
+	}
+	if a.masterless() && len(a.cfg.Return) > 0 {
+		rets, err := OpenReturners(ctx, a.cfg, "", a.log)
+		if err != nil {
+			a.log.Error("return option ignored", zap.Error(err))
+		} else {
+			a.rets = rets
+			defer rets.Close()
+			g.Go(func() error { rets.Run(gctx); return nil })
+		}
+	}
+	if a.masterless() && len(a.cfg.Reactor) > 0 {
+		g.Go(func() error { return a.runReactor(gctx) })
+	}
+	err = g.Wait()
+	a.jobWG.Wait()
+	a.bus.Close()
+	if cerr := a.out.spool.close(); cerr != nil {
+		a.log.Warn("close outbox", zap.Error(cerr))
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// errNotAccepted is a session's end when the master has not accepted our key.
+type errNotAccepted struct{ status string }
+
+func (e *errNotAccepted) Error() string { return "key " + e.status + " by the master" }
+
+// connectLoop keeps a session with a master, reconnecting with jittered
+// exponential backoff, trying the masters of the list in turn.
+func (a *Agent) connectLoop(ctx context.Context) error {
+	addrs := a.cfg.MasterAddrs()
+	backoff := time.Second
+	const maxBackoff = 30 * time.Second
+	acceptWait := time.Duration(a.cfg.AcceptanceWaitTime) * time.Second
+	if acceptWait <= 0 {
+		acceptWait = 10 * time.Second
+	}
+	for i := 0; ; i++ {
+		addr := addrs[i%len(addrs)]
+		start := time.Now()
+		err := a.session(ctx, addr)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var wait time.Duration
+		var na *errNotAccepted
+		var pinErr *pinError
+		switch {
+		case errors.As(err, &pinErr):
+			// Loud: this is either an attack or a master re-keyed by hand.
+			a.log.Error("refusing master: its key is not the pinned one", zap.String("master", addr), zap.Error(err))
+			wait = maxBackoff
+		case errors.As(err, &na):
+			a.log.Warn("waiting for the master to accept this agent's key",
+				zap.String("master", addr), zap.String("status", na.status), zap.String("finger", a.Fingerprint()))
+			wait = acceptWait
+			if max := time.Duration(a.cfg.AcceptanceWaitTimeMax) * time.Second; max > acceptWait {
+				acceptWait += time.Duration(a.cfg.AcceptanceWaitTime) * time.Second
+				if acceptWait > max {
+					acceptWait = max
+				}
+			}
+		default:
+			if time.Since(start) > time.Minute {
+				backoff = time.Second // the session lived: start over
+			}
+			a.log.Info("master connection ended", zap.String("master", addr), zap.Error(err), zap.Duration("retry_in_max", backoff))
+			wait = backoff
+			backoff *= 2
+			if backoff > maxBackoff {
+				backoff = maxBackoff
+			}
+		}
+		// Full jitter, so a fleet that lost its master does not come back
+		// at once.
+		wait = time.Duration(rand.Int64N(int64(wait)) + int64(100*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+// pinError is a master key that does not match the pinned one.
+type pinError struct{ msg string }
+
+func (e *pinError) Error() string { return e.msg }
+
+func (a *Agent) pinFail(msg string) error {
+	e := &pinError{msg}
+	a.pinFailed.Store(e)
+	return e
+}
+
+// pin checks the master's key against master_finger, or against the key
+// recorded on first use (pki_dir/minion_master.pub), recording it if none is.
+func (a *Agent) pin(pub ed25519.PublicKey) error {
+	fp := protocol.Fingerprint(pub)
+	if a.cfg.MasterFinger != "" && !protocol.SameFingerprint(a.cfg.MasterFinger, fp) {
+		return a.pinFail(fmt.Sprintf("master key fingerprint %s does not match master_finger %s", fp, a.cfg.MasterFinger))
+	}
+	path := filepath.Join(a.cfg.PkiDir, "minion_master.pub")
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		old, perr := protocol.ParsePublicKey(b)
+		if perr != nil {
+			return a.pinFail(fmt.Sprintf("pinned master key %s is unreadable: %v", path, perr))
+		}
+		if !old.Equal(pub) {
+			return a.pinFail(fmt.Sprintf("master key changed: it is now %s, pinned %s in %s; if the master was re-keyed on purpose, remove that file", fp, protocol.Fingerprint(old), path))
+		}
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.WriteFile(path, protocol.EncodePublicKey(pub), 0o644); err != nil {
+			return fmt.Errorf("record master key: %w", err)
+		}
+		a.log.Info("pinned the master's key on first use", zap.String("finger", fp), zap.String("file", path))
+	default:
+		return fmt.Errorf("read pinned master key: %w", err)
+	}
+	p := append(ed25519.PublicKey(nil), pub...)
+	a.masterPub.Store(&p)
+	return nil
+}

@@ -1,0 +1,79 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+)
+
+func init() {
+	register(module{name: "saltutil", funcs: []function{
+		{
+			name: "running",
+			doc: `Return the jobs running on the agent (other than this one), each as
+{jid, fun, arg, pid, tgt, tgt_type, user, ret}.
+
+CLI Example:
+
+    halite '*' saltutil.running`,
+			run: func(_ context.Context, c *call) (any, error) { return c.e.running(c.job), nil },
+		},
+		{
+			name:   "find_job",
+			params: []param{required("jid")},
+			doc: `Return the data of the running job jid, or {} when it is not running.
+
+CLI Example:
+
+    halite '*' saltutil.find_job <job id>`,
+			run: func(_ context.Context, c *call) (any, error) {
+				jid, _, err := c.str("jid")
+				if err != nil {
+					return nil, err
+				}
+				for _, d := range c.e.running(c.job) {
+					if m := d.(map[string]any); m["jid"] == jid {
+						return m, nil
+					}
+				}
+				return map[string]any{}, nil
+			},
+		},
+		{
+			name:   "kill_job",
+			params: []param{required("jid")},
+			doc: `Kill the running job jid: its context is cancelled and any command
+it runs is killed with its whole process group. Returns "Signal 9 sent to job
+<jid> at pid <pid>", or "" when no such job is running.
+
+CLI Example:
+
+    halite '*' saltutil.kill_job <job id>`,
+			run: func(_ context.Context, c *call) (any, error) {
+				jid, _, err := c.str("jid")
+				if err != nil {
+					return nil, err
+				}
+				if c.e.kill(jid, c.job) == 0 {
+					return "", nil
+				}
+				return fmt.Sprintf("Signal 9 sent to job %s at pid %d", jid, c.e.pid), nil
+			},
+		},
+		{
+			name:  "refresh_grains",
+			varkw: true,
+			doc: `Collect the grains again and send them to the master. Returns True.
+
+CLI Example:
+
+    halite '*' saltutil.refresh_grains`,
+			run: func(_ context.Context, c *call) (any, error) {
+				g := c.e.grains.Refresh()
+				if c.e.onRefresh != nil {
+					c.e.onRefresh(g)
+				}
+				return true, nil
+			},
+		},
+	}})
+}

@@ -1,0 +1,389 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"go.uber.org/zap"
+
+	"github.com/halite-fleet/halite/agent/exec"
+	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/protocol"
+	"github.com/halite-fleet/halite/targets"
+)
+
+const handshakeTimeout = 10 * time.Second
+
+// session runs one connection to the master at addr until it ends.
+func (a *Agent) session(ctx context.Context, addr string) error {
+	a.pinFailed.Store(nil)
+	dctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	conn, err := quic.DialAddr(dctx, addr, a.id.ClientTLS(a.pin), protocol.QUICConfig())
+	cancel()
+	if err != nil {
+		if pe := a.pinFailed.Load(); pe != nil {
+			return pe
+		}
+		return fmt.Errorf("dial master %s: %w", addr, err)
+	}
+	defer conn.CloseWithError(0, "")
+	sctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	stream, err := conn.OpenStreamSync(sctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("open stream to %s: %w", addr, err)
+	}
+	f := protocol.NewFramer(stream, protocol.DefaultMaxFrame)
+	kx, err := protocol.NewKX()
+	if err != nil {
+		return err
+	}
+	hello := &protocol.Hello{ID: a.cfg.ID, Version: Version, Caps: protocol.CapabilityVersion, Grains: a.grains.Get(),
+		KX: kx.Public(), KXSig: protocol.SignAgentKX(a.id, a.cfg.ID, kx.Public()), Returners: a.cfg.Return}
+	if err := f.Write(hello); err != nil {
+		return fmt.Errorf("send hello: %w", err)
+	}
+	stream.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	msg, err := f.Read()
+	stream.SetReadDeadline(time.Time{})
+	if err != nil {
+		return fmt.Errorf("read key status: %w", err)
+	}
+	var macKey []byte
+	var acks bool // the master acknowledges returns and events
+	switch msg := msg.(type) {
+	case *protocol.KeyStatus:
+		if msg.Status != protocol.KeyAccepted {
+			return &errNotAccepted{status: msg.Status}
+		}
+		acks = msg.Caps >= protocol.CapAck
+		if msg.KX != nil {
+			// The master's half must be signed by the pinned master key.
+			if err := protocol.VerifyMasterKX(*a.masterPub.Load(), a.cfg.ID, hello.KX, msg.KX, msg.KXSig); err != nil {
+				return fmt.Errorf("master key agreement: %w", err)
+			}
+			if macKey, err = kx.MACKey(msg.KX, a.cfg.ID, hello.KX, msg.KX); err != nil {
+				return fmt.Errorf("master key agreement: %w", err)
+			}
+		}
+	case *protocol.Error:
+		return fmt.Errorf("master refused: %w", msg.Err())
+	default:
+		return fmt.Errorf("master sent %s before the key status", msg.Type())
+	}
+	a.log.Info("connected to master", zap.String("master", addr))
+	a.connected.Store(true)
+	a.bus.Publish("__master_connected", map[string]any{"master": addr})
+	defer func() {
+		a.connected.Store(false)
+		a.bus.Publish("__master_disconnected", map[string]any{"master": addr})
+	}()
+
+	sessCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	// Cancelling the session unblocks the reader.
+	unblock := context.AfterFunc(sessCtx, func() { conn.CloseWithError(0, "") })
+	defer unblock()
+	var sent atomic.Uint64 // the highest spooled seq written on this connection
+	writeErr := make(chan error, 1)
+	go func() { writeErr <- a.writeLoop(sessCtx, f, macKey, acks, &sent) }()
+	// Jobs run under ctx, not sessCtx: a job outlives the connection that
+	// brought it, and its return waits in the outbox for the next one.
+	readErr := a.readLoop(ctx, f, &sent)
+	stop()
+	conn.CloseWithError(0, "")
+	werr := <-writeErr
+	if readErr != nil {
+		return readErr
+	}
+	return werr
+}
+
+// writeLoop sends the outbox to the master: the in-memory messages first,
+// then the spooled returns and events not yet written on this connection,
+// oldest first. A spooled item stays until the master acknowledges it
+// (see readLoop), so that the next session sends it again if this one
+// ends first; when the master sends no acks (acks false: it predates
+// them), an item goes once written. Returns and events are authenticated
+// here, with the session's MAC key (or the agent's signature when the
+// master agreed none), so that what waited across sessions is tagged for
+// the session that carries it. sent is the highest seq written.
+func (a *Agent) writeLoop(ctx context.Context, f *protocol.Framer, macKey []byte, acks bool, sent *atomic.Uint64) error {
+	for {
+		if m, ok := a.out.peek(); ok {
+			if err := f.Write(m); err != nil {
+				return fmt.Errorf("send %s: %w", m.Type(), err)
+			}
+			if ce := a.log.Check(zap.DebugLevel, "sent"); ce != nil {
+				ce.Write(zap.Stringer("msg", m.Type()))
+			}
+			a.out.pop(m)
+			continue
+		}
+		it, ok := a.out.spool.after(sent.Load())
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-a.out.notify:
+				continue
+			}
+		}
+		seq := it.seq
+		if !acks {
+			seq = 0
+		}
+		wire, err := a.seal(it, seq, macKey)
+		if err != nil {
+			a.log.Error("cannot encode a message for the master; dropped", zap.Stringer("type", it.kind),
+				zap.Uint64("seq", it.seq), zap.Error(err))
+			sent.Store(it.seq)
+			a.ackSpool(it.seq)
+			continue
+		}
+		if err := f.Write(wire); err != nil {
+			return fmt.Errorf("send %s: %w", it.kind, err)
+		}
+		if ce := a.log.Check(zap.DebugLevel, "sent"); ce != nil {
+			ce.Write(zap.Stringer("msg", it.kind), zap.Uint64("seq", it.seq))
+		}
+		sent.Store(it.seq)
+		if !acks {
+			a.ackSpool(it.seq)
+		}
+	}
+}
+
+// ackSpool forgets the spooled items up to seq.
+func (a *Agent) ackSpool(seq uint64) {
+	if err := a.out.spool.ack(seq); err != nil {
+		a.log.Warn("outbox ack", zap.Error(err))
+	}
+}
+
+// readLoop handles what the master sends. sent is the highest seq the
+// session's writer has written: an ack never covers more (a relay could
+// forge one).
+func (a *Agent) readLoop(ctx context.Context, f *protocol.Framer, sent *atomic.Uint64) error {
+	for {
+		msg, err := f.Read()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("read from master: %w", err)
+		}
+		if ce := a.log.Check(zap.DebugLevel, "recv"); ce != nil {
+			ce.Write(zap.Stringer("msg", msg.Type()))
+		}
+		switch msg := msg.(type) {
+		case *protocol.Job:
+			a.handleJob(ctx, msg)
+		case *protocol.Ping:
+			a.out.push(&protocol.Pong{Seq: msg.Seq})
+		case *protocol.Pong:
+		case *protocol.Ack:
+			a.ackSpool(min(msg.Seq, sent.Load()))
+		case *protocol.Error:
+			return fmt.Errorf("master closed the connection: %w", msg.Err())
+		default:
+			a.log.Warn("unexpected message from master", zap.Stringer("type", msg.Type()))
+		}
+	}
+}
+
+// handleJob verifies a job, checks that it is for this agent and runs it.
+func (a *Agent) handleJob(ctx context.Context, j *protocol.Job) {
+	pub := a.masterPub.Load()
+	if pub == nil {
+		a.log.Warn("job before the master key was pinned; dropped")
+		return
+	}
+	body, err := j.Open(*pub)
+	if err != nil {
+		a.log.Warn("refusing job", zap.Error(err))
+		return
+	}
+	if !a.forMe(body) {
+		a.log.Warn("refusing job not targeted at this agent", zap.String("jid", body.JID),
+			zap.String("tgt", body.Tgt), zap.String("tgt_type", body.TgtType))
+		return
+	}
+	if !a.firstTime(body.JID) {
+		a.log.Info("job already run; not running it twice", zap.String("jid", body.JID))
+		return
+	}
+	a.jobWG.Add(1)
+	go func() {
+		defer a.jobWG.Done()
+		a.runJob(ctx, body)
+	}()
+}
+
+// forMe checks the job's target against this agent's id and grains. A
+// target the agent cannot evaluate alone (nodegroups, pillar) was matched
+// by the master, which sent the job only to the agents it matched.
+func (a *Agent) forMe(b *protocol.JobBody) bool {
+	switch b.TgtType {
+	case "nodegroup", "pillar", "pillar_pcre", "pillar_exact":
+		return true
+	}
+	m, err := targets.Compile(b.Tgt, b.TgtType, targets.Options{Delimiter: b.Delimiter})
+	if err != nil {
+		a.log.Debug("target not checkable here", zap.String("tgt", b.Tgt), zap.Error(err))
+		return true
+	}
+	return m.Match(&targets.Minion{ID: a.cfg.ID, Grains: a.grains.Get()})
+}
+
+// firstTime records jid and reports whether it was new. Ids older than an
+// hour are forgotten.
+func (a *Agent) firstTime(jid string) bool {
+	a.jobsMu.Lock()
+	defer a.jobsMu.Unlock()
+	if _, ok := a.seen[jid]; ok {
+		return false
+	}
+	now := time.Now()
+	if len(a.seen) > 1000 {
+		for k, t := range a.seen {
+			if now.Sub(t) > time.Hour {
+				delete(a.seen, k)
+			}
+		}
+	}
+	a.seen[jid] = now
+	return true
+}
+
+// runJob runs a job and queues its signed return.
+func (a *Agent) runJob(ctx context.Context, b *protocol.JobBody) {
+	res := a.exec.Run(ctx, exec.Request{
+		JID: b.JID, Fun: b.Fun, Args: b.Arg, Kwargs: b.Kwarg, Tgt: b.Tgt, TgtType: b.TgtType, User: b.User,
+		Timeout: time.Duration(b.Timeout) * time.Second,
+	})
+	funArgs := append([]any{}, b.Arg...)
+	if len(b.Kwarg) > 0 {
+		funArgs = append(funArgs, b.Kwarg)
+	}
+	ret := &protocol.ReturnBody{
+		ID: a.cfg.ID, JID: b.JID, Fun: b.Fun, FunArgs: funArgs,
+		Return: res.Return, Retcode: res.Retcode, Success: res.Success,
+		Stamp: event.Stamp(time.Now()),
+	}
+	// A return that cannot be encoded, or would not fit in a frame, still
+	// answers the job, with a failure saying why.
+	enc, err := protocol.Marshal(ret)
+	if err != nil {
+		a.log.Error("encode return", zap.String("jid", b.JID), zap.Error(err))
+		ret.Return = "return could not be encoded: " + err.Error()
+		ret.Retcode, ret.Success = 1, false
+		enc = nil
+	} else if max := protocol.DefaultMaxFrame - 4096; len(enc) > max {
+		a.log.Error("return too large", zap.String("jid", b.JID), zap.Int("bytes", len(enc)))
+		ret.Return = fmt.Sprintf("return too large: %d bytes encoded, the limit is %d", len(enc), max)
+		ret.Retcode, ret.Success = 1, false
+		enc = nil
+	}
+	if enc == nil {
+		if enc, err = protocol.Marshal(ret); err != nil {
+			a.log.Error("encode return; dropped", zap.String("jid", b.JID), zap.Error(err))
+			return
+		}
+	}
+	a.spoolItem(protocol.TypeReturn, enc, b.JID)
+}
+
+// spoolItem puts a return or an event in the outbox, logging a failure
+// (what is not on disk is lost) and the items dropped for room.
+func (a *Agent) spoolItem(kind protocol.Type, body []byte, what string) error {
+	dropped, err := a.out.pushDurable(kind, body)
+	if err != nil {
+		a.log.Error("outbox: cannot keep a "+kind.String(), zap.String("what", what), zap.Error(err))
+		return err
+	}
+	if dropped > 0 {
+		a.log.Warn("outbox full (spool_max): dropped the oldest returns and events waiting for the master",
+			zap.Int("dropped", dropped))
+	}
+	return nil
+}
+
+// SendEvent signs an event from this agent and queues it for the master.
+func (a *Agent) SendEvent(tag string, data map[string]any) error {
+	if tag == "" || len(tag) > protocol.MaxTagLen {
+		return fmt.Errorf("event tag must be 1 to %d bytes", protocol.MaxTagLen)
+	}
+	if event.ReservedForMaster(tag) {
+		return fmt.Errorf("tag %q is reserved for the master", tag)
+	}
+	enc, err := protocol.Marshal(&protocol.EventBody{ID: a.cfg.ID, Tag: tag, Data: data, Stamp: event.Stamp(time.Now())})
+	if err != nil {
+		return fmt.Errorf("encode event: %w", err)
+	}
+	// The local bus gets its own copy: Publish stamps the map it is given,
+	// and data is also the body the outbox sends later.
+	local := make(map[string]any, len(data)+1)
+	for k, v := range data {
+		local[k] = v
+	}
+	a.bus.Publish(tag, local)
+	if err := a.spoolItem(protocol.TypeEvent, enc, tag); err != nil {
+		return fmt.Errorf("queue event for the master: %w", err)
+	}
+	return nil
+}
+
+// seal returns the wire form of a spooled return or event: its body
+// tagged for this session, under seq (0: no ack wanted).
+func (a *Agent) seal(it spoolItem, seq uint64, macKey []byte) (protocol.Message, error) {
+	switch it.kind {
+	case protocol.TypeReturn:
+		b := new(protocol.ReturnBody)
+		if err := protocol.Unmarshal(it.body, b); err != nil {
+			return nil, err
+		}
+		var r *protocol.Return
+		var err error
+		if macKey != nil {
+			r, err = protocol.MACReturn(macKey, b)
+		} else {
+			r, err = protocol.SignReturn(a.id.Priv, b)
+		}
+		if err != nil {
+			return nil, err
+		}
+		r.Seq = seq
+		return r, nil
+	case protocol.TypeEvent:
+		b := new(protocol.EventBody)
+		if err := protocol.Unmarshal(it.body, b); err != nil {
+			return nil, err
+		}
+		var e *protocol.Event
+		var err error
+		if macKey != nil {
+			e, err = protocol.MACEvent(macKey, b)
+		} else {
+			e, err = protocol.SignEvent(a.id.Priv, b)
+		}
+		if err != nil {
+			return nil, err
+		}
+		e.Seq = seq
+		return e, nil
+	}
+	return nil, fmt.Errorf("outbox item of type %s", it.kind)
+}
+
+// madeBy reports whether a spooled body was made under agent id: both
+// bodies are CBOR maps encoded deterministically, whose first key is 1, the
+// id (so this needs no decoding).
+func madeBy(body []byte, id string) bool {
+	want, err := protocol.Marshal(id)
+	return err == nil && len(body) > 2 && body[1] == 0x01 && bytes.HasPrefix(body[2:], want)
+}

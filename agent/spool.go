@@ -1,0 +1,316 @@
+package agent
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/halite-fleet/halite/internal/atomicfile"
+	"github.com/halite-fleet/halite/protocol"
+)
+
+// spoolFile is the outbox's log under cachedir/spool.
+const spoolFile = "outbox.log"
+
+// maxRecord bounds one record of the log when it is read back: a length
+// past it is a corrupt file, not an allocation to attempt.
+const maxRecord = protocol.DefaultMaxFrame + 1024
+
+// compactGarbage is how many bytes of records that no longer matter the
+// log may hold before it is rewritten (and then only if they outweigh
+// what waits).
+const compactGarbage = 1 << 20
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// Record kinds of the log.
+const (
+	recReturn = 'r' // a return body waits
+	recEvent  = 'e' // an event body waits
+	recTrim   = 't' // every item up to seq is gone (acked or dropped)
+)
+
+// spoolItem is a return or an event waiting for the master's ack: its
+// unsigned CBOR body, tagged by the session that sends it.
+type spoolItem struct {
+	seq  uint64
+	kind protocol.Type // TypeReturn or TypeEvent
+	body []byte
+}
+
+// spool is the durable part of the outbox: an append-only log of the
+// returns and events not yet acknowledged, bounded by the bytes of their
+// bodies (past max, the oldest are dropped). Each item gets the next
+// sequence number; acks and drops always remove a prefix, so one "trim up
+// to seq" record says both. A push is written to the log (the kernel's
+// page cache) before it returns, so it survives the agent's death at once;
+// syncLoop makes it durable against power loss within syncInterval, without
+// making each return wait for the flash (100 agents fsyncing every return
+// on one disk tripled a fleet-wide test.ping). Trims are not synced, so a
+// crash may deliver an item again (at least once). A torn last record (a crash mid-write) is dropped on open. What
+// waits is also held in memory: it is at most max bytes.
+type spool struct {
+	path string
+	max  int64
+
+	mu      sync.Mutex
+	f       *os.File
+	items   []spoolItem // ascending seq
+	bytes   int64       // of the items' bodies
+	next    uint64      // seq of the next push
+	trimmed uint64      // every seq up to it is gone
+	garbage int64       // bytes of the log that no longer matter
+	dirty   bool        // written since the last fsync
+}
+
+// syncInterval bounds how long a pushed item may sit in the page cache
+// before it is fsynced.
+const syncInterval = 100 * time.Millisecond
+
+// syncLoop fsyncs the log, at most every syncInterval, when something was
+// pushed since the last sync and is still waiting for its ack, until ctx
+// ends (close syncs the rest).
+func (s *spool) syncLoop(ctx context.Context) error {
+	t := time.NewTicker(syncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		// What the master acked already needs no fsync: in the common
+		// case a return is acked within milliseconds and never costs the
+		// device's flash a sync at all.
+		s.mu.Lock()
+		f, dirty := s.f, s.dirty && len(s.items) > 0
+		if dirty {
+			s.dirty = false
+		}
+		s.mu.Unlock()
+		if f != nil && dirty {
+			if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+				return fmt.Errorf("sync outbox spool %s: %w", s.path, err)
+			}
+		}
+	}
+}
+
+// openSpool opens or creates dir/outbox.log. keep, if not nil, is asked
+// about every item found waiting; items it refuses are forgotten (an item
+// made under another agent id would never be accepted).
+func openSpool(dir string, max int64, keep func(spoolItem) bool) (*spool, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open outbox spool %s: %w", dir, err)
+	}
+	s := &spool{path: filepath.Join(dir, spoolFile), max: max, next: 1}
+	if err := s.load(keep); err != nil {
+		return nil, fmt.Errorf("open outbox spool %s: %w", s.path, err)
+	}
+	if err := s.compact(); err != nil {
+		return nil, fmt.Errorf("open outbox spool %s: %w", s.path, err)
+	}
+	return s, nil
+}
+
+// load reads the log up to its end or its first damaged record.
+func (s *spool) load(keep func(spoolItem) bool) error {
+	b, err := os.ReadFile(s.path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	for len(b) >= 17 {
+		n := int(binary.LittleEndian.Uint32(b))
+		if n < 9 || n > maxRecord || n > len(b)-8 {
+			break
+		}
+		rec := b[8 : 8+n]
+		if crc32.Checksum(rec, crcTable) != binary.LittleEndian.Uint32(b[4:]) {
+			break
+		}
+		b = b[8+n:]
+		seq := binary.LittleEndian.Uint64(rec[1:])
+		if rec[0] == recTrim {
+			s.trimLocked(seq)
+		} else if seq > s.trimmed && (len(s.items) == 0 || seq > s.items[len(s.items)-1].seq) {
+			it := spoolItem{seq: seq, kind: protocol.TypeEvent, body: rec[9:]}
+			if rec[0] == recReturn {
+				it.kind = protocol.TypeReturn
+			}
+			if keep == nil || keep(it) {
+				s.items = append(s.items, it)
+				s.bytes += int64(len(it.body))
+			}
+		}
+		s.next = max(s.next, seq+1)
+	}
+	return nil
+}
+
+func appendRecord(dst []byte, kind byte, seq uint64, body []byte) []byte {
+	start := len(dst)
+	dst = append(dst, make([]byte, 8)...)
+	dst = append(dst, kind)
+	dst = binary.LittleEndian.AppendUint64(dst, seq)
+	dst = append(dst, body...)
+	rec := dst[start+8:]
+	binary.LittleEndian.PutUint32(dst[start:], uint32(len(rec)))
+	binary.LittleEndian.PutUint32(dst[start+4:], crc32.Checksum(rec, crcTable))
+	return dst
+}
+
+// compact rewrites the log with what waits (and a trim record that keeps
+// the sequence going), durably, and reopens it for appending. s.mu is held
+// or s is not shared yet.
+func (s *spool) compact() error {
+	if s.f != nil {
+		s.f.Close()
+		s.f = nil
+	}
+	var buf []byte
+	trim := s.next - 1
+	if len(s.items) > 0 {
+		trim = s.items[0].seq - 1
+	}
+	if trim > 0 {
+		buf = appendRecord(buf, recTrim, trim, nil)
+	}
+	for _, it := range s.items {
+		buf = appendRecord(buf, kindByte(it.kind), it.seq, it.body)
+	}
+	if err := atomicfile.Write(s.path, buf, 0o600); err != nil {
+		return err
+	}
+	s.garbage = 0
+	var err error
+	s.f, err = os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND, 0o600)
+	return err
+}
+
+func kindByte(t protocol.Type) byte {
+	if t == protocol.TypeReturn {
+		return recReturn
+	}
+	return recEvent
+}
+
+// push appends an item and returns once it is written to the log, with its seq and
+// how many older items were dropped to make room for it. The newest item
+// is always kept, even alone past max.
+func (s *spool) push(kind protocol.Type, body []byte) (seq uint64, dropped int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return 0, 0, fmt.Errorf("push to outbox spool %s: closed", s.path)
+	}
+	seq = s.next
+	var over uint64
+	size := s.bytes + int64(len(body))
+	for _, it := range s.items {
+		if size <= s.max {
+			break
+		}
+		size -= int64(len(it.body))
+		over = it.seq
+		dropped++
+	}
+	var buf []byte
+	if over != 0 {
+		buf = appendRecord(buf, recTrim, over, nil)
+	}
+	buf = appendRecord(buf, kindByte(kind), seq, body)
+	_, err = s.f.Write(buf)
+	s.dirty = true
+	if err != nil {
+		return 0, 0, fmt.Errorf("push to outbox spool %s: %w", s.path, err)
+	}
+	if over != 0 {
+		s.trimLocked(over)
+	}
+	s.next++
+	s.items = append(s.items, spoolItem{seq: seq, kind: kind, body: body})
+	s.bytes += int64(len(body))
+	return seq, dropped, nil
+}
+
+// after returns the oldest item whose seq is above seq.
+func (s *spool) after(seq uint64) (spoolItem, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, it := range s.items {
+		if it.seq > seq {
+			return it, true
+		}
+	}
+	return spoolItem{}, false
+}
+
+// ack forgets every item up to seq. The record is not synced: lost in a
+// crash, the items are delivered again.
+func (s *spool) ack(seq uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if seq <= s.trimmed {
+		return nil
+	}
+	if s.f == nil {
+		return fmt.Errorf("ack outbox spool %s: closed", s.path)
+	}
+	s.trimLocked(seq)
+	if s.garbage > compactGarbage && s.garbage > s.bytes {
+		if err := s.compact(); err != nil {
+			return fmt.Errorf("compact outbox spool %s: %w", s.path, err)
+		}
+		return nil
+	}
+	if _, err := s.f.Write(appendRecord(nil, recTrim, seq, nil)); err != nil {
+		return fmt.Errorf("ack outbox spool %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// trimLocked removes the items up to seq from memory.
+func (s *spool) trimLocked(seq uint64) {
+	if seq <= s.trimmed {
+		return
+	}
+	s.trimmed = seq
+	i := 0
+	for ; i < len(s.items) && s.items[i].seq <= seq; i++ {
+		n := int64(len(s.items[i].body))
+		s.bytes -= n
+		s.garbage += n + 16
+	}
+	s.garbage += 16 // the trim record itself
+	clear(s.items[:i])
+	s.items = s.items[i:]
+}
+
+// len is how many items wait.
+func (s *spool) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.items)
+}
+
+// close closes the log; what waits stays on disk for the next open.
+func (s *spool) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.f
+	s.f = nil
+	if f == nil {
+		return nil
+	}
+	serr := f.Sync()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return serr
+}

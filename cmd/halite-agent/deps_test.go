@@ -1,0 +1,101 @@
+package main
+
+import (
+	"debug/elf"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// agentTarget is a small device the agent must build for: 32-bit ARMv7
+// Linux, without cgo.
+var agentTarget = []string{"GOOS=linux", "GOARCH=arm", "GOARM=7", "CGO_ENABLED=0"}
+
+// forbidden are the packages the agent binary must not link, by import path
+// prefix (a prefix matches the path itself and everything under it), and
+// why.
+var forbidden = map[string]string{
+	"github.com/halite-fleet/halite/master": "master code; the agent and the master never import each other",
+	"go.etcd.io/bbolt":                      "the master's embedded store",
+	"github.com/spf13/cobra":                "a CLI framework the agent does not need",
+	"github.com/jackc/pgx":                  "PostgreSQL belongs to the master's returners and job cache",
+	"github.com/redis":                      "Redis belongs to the master's returners",
+	"github.com/go-redis":                   "Redis belongs to the master's returners",
+	"github.com/nikolalohinski/gonja":       "reactor templates are rendered on the master",
+	"net/http/pprof":                        "a debug endpoint does not ship on devices",
+}
+
+func goCmd(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go tool: %v", err)
+	}
+	cmd := exec.Command(gobin, args...)
+	cmd.Env = append(os.Environ(), agentTarget...)
+	return cmd
+}
+
+// TestDeps keeps the agent binary's imports honest, as tailscale's
+// cmd/tailscaled/deps_test.go does.
+func TestDeps(t *testing.T) {
+	out, err := goCmd(t, "list", "-deps", "-f", "{{.ImportPath}}", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, stderrOf(err))
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 10 {
+		t.Fatalf("go list -deps listed %d packages, want the agent's whole graph: %q", len(deps), out)
+	}
+	seenAgent := false
+	for _, dep := range deps {
+		if dep == "github.com/halite-fleet/halite/agent" {
+			seenAgent = true
+		}
+		for prefix, why := range forbidden {
+			if dep == prefix || strings.HasPrefix(dep, prefix+"/") {
+				t.Errorf("halite-agent imports %s: %s", dep, why)
+			}
+		}
+	}
+	if !seenAgent {
+		t.Errorf("go list -deps does not list the agent package; got %v", deps)
+	}
+}
+
+// TestNoCgo builds the agent for ARMv7 with cgo disabled: it must be one
+// static binary.
+func TestNoCgo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the agent for ARM")
+	}
+	bin := filepath.Join(t.TempDir(), "halite-agent")
+	if out, err := goCmd(t, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("CGO_ENABLED=0 GOARCH=arm GOARM=7 go build: %v\n%s", err, out)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatalf("read the agent binary: %v", err)
+	}
+	defer f.Close()
+	if f.Machine != elf.EM_ARM {
+		t.Errorf("machine: got %v, want %v", f.Machine, elf.EM_ARM)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Error("the agent binary asks for a dynamic loader (PT_INTERP); want a static binary")
+		}
+	}
+	if libs, err := f.ImportedLibraries(); err != nil || len(libs) != 0 {
+		t.Errorf("imported libraries: got %v (%v), want none", libs, err)
+	}
+}
+
+func stderrOf(err error) string {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(ee.Stderr)
+	}
+	return ""
+}

@@ -1,0 +1,82 @@
+// Command halite-agent runs the Halite agent on a device: it connects to its
+// master, runs the master's jobs and sends back their returns. It is one
+// static binary, cross-compiled for every architecture the fleet has.
+//
+//	halite-agent [-c CONFIG_DIR] [-l LEVEL] [--log-file FILE]
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
+	"github.com/halite-fleet/halite/agent"
+	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/internal/cli"
+)
+
+type options struct {
+	configDir string
+	logLevel  string
+	logFile   string
+	id        string
+	version   bool
+	finger    bool
+}
+
+func main() { os.Exit(Main()) }
+
+// Main runs the command with os.Args and returns its exit status.
+func Main() int {
+	fs := pflag.NewFlagSet("halite-agent [-c CONFIG_DIR] [-l LEVEL]", pflag.ContinueOnError)
+	var o options
+	fs.StringVarP(&o.configDir, "config-dir", "c", cli.DefaultConfigDir, "configuration directory (reads agent and agent.d/*.conf)")
+	fs.StringVarP(&o.logLevel, "log-level", "l", "", "console log level: garbage, trace, debug, info, warning, error, critical, quiet")
+	fs.StringVar(&o.logFile, "log-file", "", "log file (default: the log_file option)")
+	fs.StringVar(&o.id, "id", "", "agent id (default: the id option, else the host name)")
+	fs.BoolVar(&o.finger, "print-finger", false, "print this agent's key fingerprint and exit")
+	fs.BoolVarP(&o.version, "version", "V", false, "print the version and exit")
+	err := cli.ParseFlags(fs, os.Args[1:])
+	if err == nil && fs.NArg() > 0 {
+		err = cli.Usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if err == nil {
+		ctx, stop := cli.SignalContext()
+		err = run(ctx, o, os.Stdout, os.Stderr)
+		stop()
+	}
+	return cli.Exit("halite-agent", err, fs, os.Stderr)
+}
+
+func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	if o.version {
+		fmt.Fprintf(stdout, "halite-agent %s\n", agent.Version)
+		return nil
+	}
+	cfg, err := config.LoadAgent(o.configDir, cli.WarnTo("halite-agent", stderr))
+	if err != nil {
+		return err
+	}
+	if o.id != "" {
+		cfg.ID = o.id
+	}
+	log, err := cli.DaemonLogger(cfg.LogLevel, cfg.LogLevelLogfile, cfg.LogFile, o.logLevel, o.logFile)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+	a, err := agent.New(cfg, log.Named("agent"))
+	if err != nil {
+		return err
+	}
+	if o.finger {
+		fmt.Fprintln(stdout, a.Fingerprint())
+		return nil
+	}
+	log.Info("starting", zap.String("version", agent.Version), zap.String("id", cfg.ID))
+	return a.Run(ctx)
+}

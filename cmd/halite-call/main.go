@@ -1,0 +1,175 @@
+// Command halite-call runs an execution function on this device, like
+// salt-call:
+//
+//	halite-call [-c CONFIG_DIR] [--local] [--out FORMAT] FUNCTION [ARG ...] [KEY=VALUE ...]
+//
+// Functions run in this process, with the agent's configuration and
+// grains. event.send and event.fire_master go through the running agent to
+// the master (with --local they stay on this device).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/halite-fleet/halite/agent"
+	"github.com/halite-fleet/halite/agent/exec"
+	"github.com/halite-fleet/halite/agent/grains"
+	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/internal/cli"
+	"github.com/halite-fleet/halite/internal/output"
+)
+
+type options struct {
+	configDir string
+	local     bool
+	out       string
+	outIndent int
+	logLevel  string
+	fun       string
+	args      []string
+}
+
+func main() { os.Exit(Main()) }
+
+// Main runs the command with os.Args and returns its exit status.
+func Main() int {
+	fs := pflag.NewFlagSet("halite-call [-c CONFIG_DIR] [--local] [--out FORMAT] FUNCTION [ARG ...] [KEY=VALUE ...]", pflag.ContinueOnError)
+	var o options
+	fs.StringVarP(&o.configDir, "config-dir", "c", cli.DefaultConfigDir, "the agent's configuration directory")
+	fs.BoolVar(&o.local, "local", false, "run without a master: events stay on this device")
+	fs.StringVar(&o.out, "out", "nested", "output format: nested, json, yaml, txt, raw, quiet")
+	fs.StringVar(&o.out, "output", "nested", "same as --out")
+	fs.IntVar(&o.outIndent, "out-indent", 4, "indentation of json output")
+	fs.StringVarP(&o.logLevel, "log-level", "l", "warning", "console log level")
+	err := cli.ParseFlags(fs, os.Args[1:])
+	if err == nil {
+		if fs.NArg() == 0 {
+			err = cli.Usagef("give a function, e.g. halite-call test.ping")
+		} else {
+			o.fun, o.args = fs.Arg(0), fs.Args()[1:]
+		}
+	}
+	if err == nil && !output.Valid(o.out) {
+		err = cli.Usagef("unknown output format %q (one of %v)", o.out, output.Names())
+	}
+	if err == nil && !config.ValidLogLevel(o.logLevel) {
+		err = cli.Usagef("unknown log level %q", o.logLevel)
+	}
+	if err == nil {
+		ctx, stop := cli.SignalContext()
+		err = run(ctx, o, os.Stdout, os.Stderr)
+		stop()
+	}
+	return cli.Exit("halite-call", err, fs, os.Stderr)
+}
+
+func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	cfg, err := config.LoadAgent(o.configDir, cli.WarnTo("halite-call", stderr))
+	if err != nil {
+		return err
+	}
+	log, err := config.NewLogger(o.logLevel, "", true)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+	args, kwargs := cli.ParseFunArgs(o.args)
+	oo := output.CLIOptions(o.out, o.outIndent, false)
+	switch o.fun {
+	case "event.fire":
+		return fireEvent(ctx, cfg, args, stdout, oo, o.out)
+	case "event.send", "event.fire_master":
+		if !o.local {
+			return sendEvent(ctx, cfg, args, kwargs, stdout, oo, o.out)
+		}
+	}
+	g := grains.New(cfg.ID, cfg.Grains, log.Named("grains"))
+	ex := exec.New(exec.Options{ID: cfg.ID, Version: agent.Version, Grains: g, Log: log.Named("exec")})
+	jid := fmt.Sprintf("%020d", time.Now().UnixMicro())
+	res := ex.Run(ctx, exec.Request{JID: jid, Fun: o.fun, Args: args, Kwargs: kwargs})
+	if len(cfg.Return) > 0 && (o.local || cfg.FileClient == "local" || cfg.MasterType == "disable" || len(cfg.MasterAddrs()) == 0) {
+		// A masterless agent runs its own returners: the return is spooled
+		// under cachedir/returners/call and delivered now; what a backend
+		// that is down did not take waits there for the next halite-call.
+		rets, err := agent.OpenReturners(ctx, cfg, "call", log)
+		if err != nil {
+			return err
+		}
+		rets.Return(jid, o.fun, args, res)
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if !rets.Drain(dctx) {
+			fmt.Fprintln(stderr, "halite-call: a returner is down; the return is kept under the cachedir and sent by the next halite-call")
+		}
+		cancel()
+		rets.Close()
+	}
+	if err := output.Format(stdout, o.out, map[string]any{"local": res.Return}, oo); err != nil {
+		return err
+	}
+	if !res.Success || res.Retcode != 0 {
+		code := res.Retcode
+		if code <= 0 || code > 255 {
+			code = 1
+		}
+		return &cli.ExitError{Code: code}
+	}
+	return nil
+}
+
+// sendEvent fires an event through the running agent to the master:
+// event.send TAG [DATA] (DATA a dictionary, or keyword arguments).
+func sendEvent(ctx context.Context, cfg *config.Agent, args []any, kwargs map[string]any, stdout io.Writer, oo output.Options, out string) error {
+	if len(args) == 0 {
+		return cli.Usagef("event.send needs a tag: halite-call event.send TAG '{\"key\": \"value\"}'")
+	}
+	tag := fmt.Sprint(args[0])
+	data := map[string]any{}
+	if len(args) > 1 {
+		d, ok := args[1].(map[string]any)
+		if !ok {
+			return cli.Usagef("event data must be a dictionary, e.g. '{\"key\": \"value\"}', got %v", args[1])
+		}
+		data = d
+	}
+	for k, v := range kwargs {
+		if k != "with_grains" && k != "with_env" && k != "with_pillar" {
+			data[k] = v
+		}
+	}
+	resp, err := agent.LocalCall(ctx, cfg.SocketPath(), &agent.LocalRequest{Op: "event.send", Tag: tag, Data: data})
+	if err != nil {
+		return err
+	}
+	if !resp.OK {
+		output.Format(stdout, out, map[string]any{"local": false}, oo)
+		return fmt.Errorf("event not sent: %s", resp.Error)
+	}
+	return output.Format(stdout, out, map[string]any{"local": true}, oo)
+}
+
+// fireEvent fires an event on the running agent's own bus, where its
+// caller reactor sees it: event.fire DATA TAG, as salt-call event.fire.
+func fireEvent(ctx context.Context, cfg *config.Agent, args []any, stdout io.Writer, oo output.Options, out string) error {
+	if len(args) != 2 {
+		return cli.Usagef("event.fire needs data and a tag: halite-call event.fire '{\"key\": \"value\"}' TAG")
+	}
+	data, ok := args[0].(map[string]any)
+	if !ok {
+		return cli.Usagef("event data must be a dictionary, e.g. '{\"key\": \"value\"}', got %v", args[0])
+	}
+	resp, err := agent.LocalCall(ctx, cfg.SocketPath(), &agent.LocalRequest{Op: "event.fire", Tag: fmt.Sprint(args[1]), Data: data})
+	if err != nil {
+		return err
+	}
+	if !resp.OK {
+		output.Format(stdout, out, map[string]any{"local": false}, oo)
+		return fmt.Errorf("event not fired: %s", resp.Error)
+	}
+	return output.Format(stdout, out, map[string]any{"local": true}, oo)
+}

@@ -1,0 +1,290 @@
+// Command halite-key manages the master's agent keys, like salt-key:
+//
+//	halite-key -L | -l STATE | -a GLOB | -A | -r GLOB | -R | -d GLOB | -D | -f GLOB | -F [-y] [--out json]
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/internal/cli"
+	"github.com/halite-fleet/halite/internal/output"
+	"github.com/halite-fleet/halite/master/api"
+	"github.com/halite-fleet/halite/targets"
+)
+
+type options struct {
+	configDir string
+	action    string // list, list_state, accept, reject, delete, finger
+	match     string
+	yes       bool
+	out       string
+	inclRej   bool
+	inclAcc   bool
+	inclDen   bool
+}
+
+func main() { os.Exit(Main()) }
+
+// Main runs the command with os.Args and returns its exit status.
+func Main() int {
+	fs := pflag.NewFlagSet("halite-key [-c CONFIG_DIR] -L | -l STATE | -a GLOB | -A | -r GLOB | -R | -d GLOB | -D | -f GLOB | -F [-y] [--out json]", pflag.ContinueOnError)
+	var o options
+	fs.StringVarP(&o.configDir, "config-dir", "c", cli.DefaultConfigDir, "the master's configuration directory")
+	listAll := fs.BoolP("list-all", "L", false, "list every key")
+	listState := fs.StringP("list", "l", "", "list keys in a state: acc[epted], pre|un[accepted], rej[ected], den[ied], all")
+	accept := fs.StringP("accept", "a", "", "accept the pending keys matching GLOB")
+	acceptAll := fs.BoolP("accept-all", "A", false, "accept every pending key")
+	reject := fs.StringP("reject", "r", "", "reject the pending keys matching GLOB")
+	rejectAll := fs.BoolP("reject-all", "R", false, "reject every pending key")
+	del := fs.StringP("delete", "d", "", "delete the keys matching GLOB, in any state")
+	delAll := fs.BoolP("delete-all", "D", false, "delete every key")
+	finger := fs.StringP("finger", "f", "", "print the fingerprints of the keys matching GLOB")
+	fingerAll := fs.BoolP("finger-all", "F", false, "print every key's fingerprint")
+	fs.BoolVarP(&o.yes, "yes", "y", false, "answer yes to every question")
+	fs.StringVar(&o.out, "out", "", "output format: json, yaml, nested, txt, raw (default: salt-key's text)")
+	fs.BoolVar(&o.inclRej, "include-rejected", false, "accept: also accept rejected keys")
+	fs.BoolVar(&o.inclAcc, "include-accepted", false, "reject: also reject accepted keys")
+	fs.BoolVar(&o.inclDen, "include-denied", false, "accept or reject: also act on denied keys")
+	includeAll := fs.Bool("include-all", false, "accept or reject keys in every state")
+	err := cli.ParseFlags(fs, os.Args[1:])
+	if err == nil {
+		n := 0
+		set := func(cond bool, action, match string) {
+			if cond {
+				n++
+				o.action, o.match = action, match
+			}
+		}
+		set(*listAll, "list", "all")
+		set(*listState != "", "list", *listState)
+		set(*accept != "", "accept", *accept)
+		set(*acceptAll, "accept", "*")
+		set(*reject != "", "reject", *reject)
+		set(*rejectAll, "reject", "*")
+		set(*del != "", "delete", *del)
+		set(*delAll, "delete", "*")
+		set(*finger != "", "finger", *finger)
+		set(*fingerAll, "finger", "*")
+		switch {
+		case n > 1:
+			err = cli.Usagef("give one action at a time")
+		case n == 0:
+			o.action, o.match = "list", "all" // salt-key alone lists every key
+		}
+		if fs.NArg() > 0 {
+			err = cli.Usagef("unexpected argument %q", fs.Arg(0))
+		}
+		if *includeAll {
+			o.inclRej, o.inclAcc, o.inclDen = true, true, true
+		}
+		if o.out != "" && !output.Valid(o.out) {
+			err = cli.Usagef("unknown output format %q", o.out)
+		}
+	}
+	if err == nil {
+		ctx, stop := cli.SignalContext()
+		err = run(ctx, o, os.Stdin, os.Stdout, os.Stderr)
+		stop()
+	}
+	return cli.Exit("halite-key", err, fs, os.Stderr)
+}
+
+// Salt's headings for each key state, in salt-key's order.
+var headings = []struct{ key, title string }{
+	{"minions", "Accepted Keys:"},
+	{"minions_denied", "Denied Keys:"},
+	{"minions_pre", "Unaccepted Keys:"},
+	{"minions_rejected", "Rejected Keys:"},
+}
+
+func run(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writer) error {
+	cfg, err := config.LoadMaster(o.configDir, func(config.Warning) {})
+	if err != nil {
+		return err
+	}
+	sock := cfg.SocketPath()
+	wheel := func(fun string, arg ...any) (map[string]any, error) {
+		res, err := api.Call(ctx, sock, &api.Request{Op: api.OpWheel, Fun: fun, Arg: arg})
+		if err != nil {
+			return nil, err
+		}
+		m, _ := res.(map[string]any)
+		return m, nil
+	}
+	switch o.action {
+	case "list":
+		res, err := wheel("key.list", o.match)
+		if err != nil {
+			if api.IsCode(err, api.CodeBadRequest) {
+				return cli.Usagef("%v", err)
+			}
+			return err
+		}
+		return printKeys(stdout, o.out, res)
+	case "finger":
+		res, err := wheel("key.finger", o.match)
+		if err != nil {
+			return err
+		}
+		local, err := wheel("key.finger_master")
+		if err != nil {
+			return err
+		}
+		if o.out != "" {
+			res["local"] = local["local"]
+			return output.Format(stdout, o.out, res, output.CLIOptions(o.out, 4, false))
+		}
+		if l, _ := local["local"].(map[string]any); len(l) > 0 && o.match == "*" {
+			fmt.Fprintln(stdout, "Local Keys:")
+			for _, k := range sortedKeys(l) {
+				fmt.Fprintf(stdout, "%s:  %v\n", k, l[k])
+			}
+		}
+		for _, h := range headings {
+			ids, _ := res[h.key].(map[string]any)
+			if len(ids) == 0 {
+				continue
+			}
+			fmt.Fprintln(stdout, h.title)
+			for _, id := range sortedKeys(ids) {
+				fmt.Fprintf(stdout, "%s:  %v\n", id, ids[id])
+			}
+		}
+		return nil
+	}
+
+	// accept, reject, delete: show what will change, ask, then act.
+	all, err := wheel("key.list_all")
+	if err != nil {
+		return err
+	}
+	var states []string
+	switch o.action {
+	case "accept":
+		states = []string{"minions_pre"}
+		if o.inclRej {
+			states = append(states, "minions_rejected")
+		}
+		if o.inclDen {
+			states = append(states, "minions_denied")
+		}
+	case "reject":
+		states = []string{"minions_pre"}
+		if o.inclAcc {
+			states = append(states, "minions")
+		}
+		if o.inclDen {
+			states = append(states, "minions_denied")
+		}
+	case "delete":
+		states = []string{"minions", "minions_pre", "minions_rejected", "minions_denied"}
+	}
+	affected := map[string]any{}
+	count := 0
+	for _, st := range states {
+		var ids []any
+		lst, _ := all[st].([]any)
+		for _, v := range lst {
+			if id, _ := v.(string); targets.MatchGlob(o.match, id) {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) > 0 {
+			affected[st] = ids
+			count += len(ids)
+		}
+	}
+	if count == 0 {
+		fmt.Fprintf(stderr, "The key glob '%s' does not match any %s keys.\n", o.match, map[string]string{"accept": "unaccepted", "reject": "unaccepted", "delete": ""}[o.action])
+		return &cli.ExitError{Code: 1}
+	}
+	verb := map[string]string{"accept": "accepted", "reject": "rejected", "delete": "deleted"}[o.action]
+	if !o.yes {
+		fmt.Fprintf(stdout, "The following keys are going to be %s:\n", verb)
+		printText(stdout, affected)
+		fmt.Fprint(stdout, "Proceed? [n/Y] ")
+		line, _ := bufio.NewReader(stdin).ReadString('\n')
+		ans := strings.ToLower(strings.TrimSpace(line))
+		if ans != "" && ans != "y" && ans != "yes" {
+			fmt.Fprintln(stdout, "Aborted; no key changed.")
+			return nil
+		}
+		if ans == "" && line == "" {
+			fmt.Fprintln(stdout)
+			return fmt.Errorf("no answer on standard input; give -y to %s keys without asking", o.action)
+		}
+	}
+	var res map[string]any
+	switch o.action {
+	case "accept":
+		res, err = wheel("key.accept", o.match, o.inclRej, o.inclDen)
+	case "reject":
+		res, err = wheel("key.reject", o.match, o.inclAcc, o.inclDen)
+	case "delete":
+		res, err = wheel("key.delete", o.match)
+	}
+	if err != nil {
+		return err
+	}
+	if o.out != "" {
+		return output.Format(stdout, o.out, res, output.CLIOptions(o.out, 4, false))
+	}
+	var ids []string
+	for _, v := range res {
+		lst, _ := v.([]any)
+		for _, id := range lst {
+			ids = append(ids, fmt.Sprint(id))
+		}
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		fmt.Fprintf(stdout, "Key for minion %s %s.\n", id, verb)
+	}
+	return nil
+}
+
+func printKeys(w io.Writer, out string, res map[string]any) error {
+	if out != "" {
+		for _, h := range headings {
+			if _, ok := res[h.key]; !ok && len(res) == 4 {
+				res[h.key] = []any{}
+			}
+		}
+		return output.Format(w, out, res, output.CLIOptions(out, 4, false))
+	}
+	printText(w, res)
+	return nil
+}
+
+// printText prints keys as salt-key does: a heading per state, one id a line.
+func printText(w io.Writer, res map[string]any) {
+	for _, h := range headings {
+		v, ok := res[h.key]
+		if !ok {
+			continue
+		}
+		fmt.Fprintln(w, h.title)
+		lst, _ := v.([]any)
+		for _, id := range lst {
+			fmt.Fprintln(w, id)
+		}
+	}
+}
+
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

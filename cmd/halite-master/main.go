@@ -1,0 +1,72 @@
+// Command halite-master runs the Halite master: it accepts agents and
+// relays over QUIC, publishes their jobs, keeps their returns and serves the
+// operator CLIs on its local socket.
+//
+//	halite-master [-c CONFIG_DIR] [-l LEVEL] [--log-file FILE]
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
+	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/internal/cli"
+	"github.com/halite-fleet/halite/master"
+)
+
+type options struct {
+	configDir string
+	logLevel  string
+	logFile   string
+	version   bool
+}
+
+func main() { os.Exit(Main()) }
+
+// Main runs the command with os.Args and returns its exit status.
+func Main() int {
+	fs := pflag.NewFlagSet("halite-master [-c CONFIG_DIR] [-l LEVEL]", pflag.ContinueOnError)
+	var o options
+	fs.StringVarP(&o.configDir, "config-dir", "c", cli.DefaultConfigDir, "configuration directory (reads master and master.d/*.conf)")
+	fs.StringVarP(&o.logLevel, "log-level", "l", "", "console log level: garbage, trace, debug, info, warning, error, critical, quiet")
+	fs.StringVar(&o.logFile, "log-file", "", "log file (default: the log_file option)")
+	fs.BoolVarP(&o.version, "version", "V", false, "print the version and exit")
+	err := cli.ParseFlags(fs, os.Args[1:])
+	if err == nil && fs.NArg() > 0 {
+		err = cli.Usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if err == nil {
+		ctx, stop := cli.SignalContext()
+		err = run(ctx, o, os.Stdout, os.Stderr)
+		stop()
+	}
+	return cli.Exit("halite-master", err, fs, os.Stderr)
+}
+
+func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	if o.version {
+		fmt.Fprintf(stdout, "halite-master %s\n", master.Version)
+		return nil
+	}
+	cfg, err := config.LoadMaster(o.configDir, cli.WarnTo("halite-master", stderr))
+	if err != nil {
+		return err
+	}
+	log, err := cli.DaemonLogger(cfg.LogLevel, cfg.LogLevelLogfile, cfg.LogFile, o.logLevel, o.logFile)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+	m, err := master.New(cfg, log.Named("master"))
+	if err != nil {
+		return err
+	}
+	m.SetConfigDir(o.configDir) // the reactor reloads its rules from here on SIGHUP
+	log.Info("starting", zap.String("version", master.Version), zap.String("config_dir", o.configDir))
+	return m.Run(ctx)
+}

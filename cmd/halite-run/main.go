@@ -1,0 +1,147 @@
+// Command halite-run runs master runners, like salt-run:
+//
+//	halite-run [-c CONFIG_DIR] [--out FORMAT] FUNCTION [ARG ...] [KEY=VALUE ...]
+//
+// state.event streams live events as "tag<TAB>json" lines (pretty=True
+// indents the json; tagmatch=GLOB and count=N narrow the stream).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/internal/cli"
+	"github.com/halite-fleet/halite/internal/output"
+	"github.com/halite-fleet/halite/master/api"
+)
+
+type options struct {
+	configDir string
+	out       string
+	outIndent int
+	fun       string
+	args      []string
+}
+
+func main() { os.Exit(Main()) }
+
+// Main runs the command with os.Args and returns its exit status.
+func Main() int {
+	fs := pflag.NewFlagSet("halite-run [-c CONFIG_DIR] [--out FORMAT] FUNCTION [ARG ...] [KEY=VALUE ...]", pflag.ContinueOnError)
+	var o options
+	fs.StringVarP(&o.configDir, "config-dir", "c", cli.DefaultConfigDir, "the master's configuration directory")
+	fs.StringVar(&o.out, "out", "nested", "output format: nested, json, yaml, txt, raw, quiet")
+	fs.StringVar(&o.out, "output", "nested", "same as --out")
+	fs.IntVar(&o.outIndent, "out-indent", 4, "indentation of json output")
+	err := cli.ParseFlags(fs, os.Args[1:])
+	if err == nil {
+		if fs.NArg() == 0 {
+			err = cli.Usagef("give a runner function, e.g. halite-run manage.status")
+		} else {
+			o.fun, o.args = fs.Arg(0), fs.Args()[1:]
+		}
+	}
+	if err == nil && !output.Valid(o.out) {
+		err = cli.Usagef("unknown output format %q (one of %v)", o.out, output.Names())
+	}
+	if err == nil {
+		ctx, stop := cli.SignalContext()
+		err = run(ctx, o, os.Stdout, os.Stderr)
+		stop()
+	}
+	return cli.Exit("halite-run", err, fs, os.Stderr)
+}
+
+func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	cfg, err := config.LoadMaster(o.configDir, func(config.Warning) {})
+	if err != nil {
+		return err
+	}
+	req := &api.Request{Op: api.OpRunner, Fun: o.fun, User: os.Getenv("USER")}
+	req.Arg, req.Kwarg = cli.ParseFunArgs(o.args)
+	if o.fun == "state.event" {
+		return streamEvents(ctx, cfg.SocketPath(), req, stdout)
+	}
+	res, err := api.Call(ctx, cfg.SocketPath(), req)
+	if err != nil {
+		if api.IsCode(err, api.CodeBadRequest) {
+			fmt.Fprintln(stderr, err)
+			return &cli.ExitError{Code: 2}
+		}
+		return err
+	}
+	return output.Format(stdout, o.out, res, output.CLIOptions(o.out, o.outIndent, false))
+}
+
+// streamEvents prints live events until count events were printed or the
+// command is interrupted.
+func streamEvents(ctx context.Context, sock string, req *api.Request, stdout io.Writer) error {
+	pretty := false
+	if v, ok := req.Kwarg["pretty"]; ok {
+		pretty = v == true
+		delete(req.Kwarg, "pretty")
+	}
+	c, err := api.Dial(ctx, sock, req)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for {
+		r, err := c.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		switch r.Kind {
+		case api.KindError:
+			return &api.RemoteError{Code: r.Code, Msg: r.Error}
+		case api.KindEvent:
+			var b []byte
+			if pretty {
+				b, err = json.MarshalIndent(jsonable(r.Data), "", "    ")
+			} else {
+				b, err = json.Marshal(jsonable(r.Data))
+			}
+			if err != nil {
+				return fmt.Errorf("event %s: %w", r.Tag, err)
+			}
+			if pretty {
+				fmt.Fprintf(stdout, "%s\t%s\n", r.Tag, b)
+			} else {
+				fmt.Fprintf(stdout, "%s\t%s\n", r.Tag, b)
+			}
+		}
+		if r.Done {
+			return nil
+		}
+	}
+}
+
+// jsonable turns byte strings into text so any event encodes as JSON.
+func jsonable(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[k] = jsonable(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = jsonable(x)
+		}
+		return out
+	case []byte:
+		return string(v)
+	}
+	return v
+}

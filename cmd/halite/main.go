@@ -1,0 +1,297 @@
+// Command halite runs jobs on minions, like salt:
+//
+//	halite [options] TARGET FUNCTION [ARG ...] [KEY=VALUE ...]
+//
+// It asks the master (found through the master's configuration, -c) to
+// publish the job, prints each return as it arrives, and exits non-zero if
+// an expected minion did not return or a return failed.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/term"
+
+	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/internal/cli"
+	"github.com/halite-fleet/halite/internal/output"
+	"github.com/halite-fleet/halite/master/api"
+)
+
+type options struct {
+	configDir   string
+	tgtType     string
+	delimiter   string
+	timeout     int
+	async       bool
+	out         string
+	outIndent   int
+	static      bool
+	verbose     bool
+	showJID     bool
+	ret         string
+	retConfig   string
+	retKwargs   string
+	preview     bool
+	noColor     bool
+	forceColor  bool
+	tgt         string
+	fun         string
+	args        []string
+	stdoutIsTTY bool
+	stderrIsTTY bool
+}
+
+func main() { os.Exit(Main()) }
+
+// Main runs the command with os.Args and returns its exit status.
+func Main() int {
+	fs := pflag.NewFlagSet("halite [options] TARGET FUNCTION [ARG ...] [KEY=VALUE ...]", pflag.ContinueOnError)
+	var o options
+	fs.StringVarP(&o.configDir, "config-dir", "c", cli.DefaultConfigDir, "the master's configuration directory")
+	types := []struct{ long, short, typ, help string }{
+		{"pcre", "E", "pcre", "target is a Perl-compatible regular expression on minion ids"},
+		{"list", "L", "list", "target is a comma-separated list of minion ids"},
+		{"grain", "G", "grain", "target is a grain match: 'key:glob'"},
+		{"grain-pcre", "P", "grain_pcre", "target is a grain regular expression: 'key:regex'"},
+		{"pillar", "I", "pillar", "target is a pillar match: 'key:glob'"},
+		{"pillar-pcre", "J", "pillar_pcre", "target is a pillar regular expression"},
+		{"ipcidr", "S", "ipcidr", "target is an IP address or CIDR subnet"},
+		{"compound", "C", "compound", "target is a compound expression"},
+		{"nodegroup", "N", "nodegroup", "target is a nodegroup from the master configuration"},
+	}
+	typeFlags := make([]*bool, len(types))
+	for i, t := range types {
+		typeFlags[i] = fs.BoolP(t.long, t.short, false, t.help)
+	}
+	fs.StringVar(&o.delimiter, "delimiter", "", "key delimiter of grain and pillar targets (default ':')")
+	fs.IntVarP(&o.timeout, "timeout", "t", 0, "seconds to wait for returns (default: the master's timeout option, 5)")
+	fs.BoolVar(&o.async, "async", false, "publish the job, print its jid and exit without waiting")
+	fs.StringVar(&o.out, "out", "nested", "output format: nested, json, yaml, txt, raw, quiet")
+	fs.StringVar(&o.out, "output", "nested", "same as --out")
+	fs.IntVar(&o.outIndent, "out-indent", 4, "indentation of json output")
+	fs.BoolVar(&o.static, "static", false, "print all returns at once at the end, as one document")
+	fs.BoolVarP(&o.verbose, "verbose", "v", false, "print the jid, and the minions that did not return")
+	fs.BoolVar(&o.showJID, "show-jid", false, "print the jid")
+	fs.StringVar(&o.ret, "return", "", "comma-separated returners that also receive the returns")
+	fs.StringVar(&o.retConfig, "return_config", "", "read the returners' options under '<CONFIG>.<returner>.' first (Salt's alternative configurations)")
+	fs.StringVar(&o.retKwargs, "return_kwargs", "", "returner options over every other, as a dictionary: '{\"filename\": \"/tmp/x\"}'")
+	fs.BoolVar(&o.preview, "preview-target", false, "print the minions the target matches and run nothing")
+	fs.BoolVar(&o.noColor, "no-color", false, "never colour the output")
+	fs.BoolVar(&o.forceColor, "force-color", false, "colour the output even when it is not a terminal")
+	err := cli.ParseFlags(fs, os.Args[1:])
+	if err == nil {
+		for i, t := range types {
+			if *typeFlags[i] {
+				if o.tgtType != "" {
+					err = cli.Usagef("give at most one target type option")
+				}
+				o.tgtType = t.typ
+			}
+		}
+	}
+	if err == nil {
+		err = o.positional(fs.Args())
+	}
+	if err == nil && !output.Valid(o.out) {
+		err = cli.Usagef("unknown output format %q (one of %v)", o.out, output.Names())
+	}
+	if err == nil {
+		o.stdoutIsTTY = term.IsTerminal(int(os.Stdout.Fd()))
+		o.stderrIsTTY = term.IsTerminal(int(os.Stderr.Fd()))
+		ctx, stop := cli.SignalContext()
+		err = run(ctx, o, os.Stdout, os.Stderr)
+		stop()
+	}
+	return cli.Exit("halite", err, fs, os.Stderr)
+}
+
+func (o *options) positional(args []string) error {
+	if o.preview {
+		if len(args) != 1 {
+			return cli.Usagef("--preview-target takes a target and nothing else")
+		}
+		o.tgt = args[0]
+		return nil
+	}
+	switch len(args) {
+	case 0:
+		return cli.Usagef("give a target and a function, e.g. halite '*' test.ping")
+	case 1:
+		return cli.Usagef("no function given after the target %q", args[0])
+	}
+	o.tgt, o.fun, o.args = args[0], args[1], args[2:]
+	return nil
+}
+
+func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	cfg, err := config.LoadMaster(o.configDir, func(config.Warning) {})
+	if err != nil {
+		return err
+	}
+	req := &api.Request{
+		Op: api.OpPublish, Tgt: o.tgt, TgtType: o.tgtType, Delimiter: o.delimiter,
+		Fun: o.fun, Timeout: float64(o.timeout), Ret: o.ret, Async: o.async, Preview: o.preview,
+		User: os.Getenv("USER"), ReturnConfig: o.retConfig,
+	}
+	if o.retKwargs != "" {
+		if err := yaml.Unmarshal([]byte(o.retKwargs), &req.ReturnKwargs); err != nil || req.ReturnKwargs == nil {
+			return cli.Usagef("--return_kwargs takes a dictionary, e.g. '{\"filename\": \"/tmp/x\"}': %q", o.retKwargs)
+		}
+	}
+	if req.User == "" {
+		req.User = "root"
+	}
+	req.Arg, req.Kwarg = cli.ParseFunArgs(o.args)
+	if o.tgtType == "list" {
+		req.Tgt = o.tgt
+	}
+	c, err := api.Dial(ctx, cfg.SocketPath(), req)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	oo := output.CLIOptions(o.out, o.outIndent, o.forceColor || (o.stdoutIsTTY && !o.noColor))
+	first, err := c.Next()
+	if err != nil {
+		return err
+	}
+	if first.Kind == api.KindError {
+		fmt.Fprintln(stderr, first.Error)
+		if first.Code == api.CodeBadRequest {
+			return &cli.ExitError{Code: 2}
+		}
+		return &cli.ExitError{Code: 1}
+	}
+	if o.preview {
+		return output.Format(stdout, o.out, toAny(first.Minions), oo)
+	}
+	if o.async {
+		fmt.Fprintf(stdout, "Executed command with job ID: %s\n", first.JID)
+		return nil
+	}
+	if o.verbose || o.showJID {
+		fmt.Fprintf(stdout, "jid: %s\n", first.JID)
+	}
+	if o.verbose {
+		fmt.Fprintf(stdout, "Executing job with jid %s\n-------------------------------------------\n\n", first.JID)
+	}
+	total := len(first.Minions)
+	progress := o.stderrIsTTY && o.out != "quiet"
+	collected := map[string]any{}
+	failed := false
+	done := 0
+	if progress {
+		output.Progress(stderr, done, total)
+	}
+	for {
+		r, err := c.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				fmt.Fprintf(stderr, "\nExiting gracefully on Ctrl-c\nThis job's jid is: %s\nThe minions may not have all finished running and any remaining returns will be available with: halite-run jobs.lookup_jid %s\n", first.JID, first.JID)
+				return &cli.ExitError{Code: 1}
+			}
+			return fmt.Errorf("waiting for returns of job %s: %w (the master may have stopped; look the job up later with: halite-run jobs.lookup_jid %s)", first.JID, err, first.JID)
+		}
+		switch r.Kind {
+		case api.KindReturn:
+			done++
+			id, _ := r.Data["id"].(string)
+			if !returnOK(r.Data) {
+				failed = true
+			}
+			if o.static {
+				collected[id] = r.Data["return"]
+				continue
+			}
+			if progress {
+				output.ClearProgress(stderr)
+			}
+			if err := output.Format(stdout, o.out, map[string]any{id: r.Data["return"]}, oo); err != nil {
+				return err
+			}
+			if progress {
+				output.Progress(stderr, done, total)
+			}
+		case api.KindError:
+			if progress {
+				output.ClearProgress(stderr)
+			}
+			fmt.Fprintln(stderr, r.Error)
+			return &cli.ExitError{Code: 1}
+		}
+		if r.Done {
+			if progress {
+				output.ClearProgress(stderr)
+			}
+			notConnected := map[string]bool{}
+			for _, id := range r.NotConnected {
+				notConnected[id] = true
+			}
+			missing := append([]string(nil), r.Missing...)
+			sort.Strings(missing)
+			for _, id := range missing {
+				failed = true
+				why := "Minion did not return. [No response]"
+				if notConnected[id] {
+					why = "Minion did not return. [Not connected]"
+				}
+				if o.static {
+					collected[id] = why
+				} else if o.out != "quiet" {
+					output.Format(stdout, o.out, map[string]any{id: why}, oo)
+				}
+			}
+			if o.static {
+				if err := output.Format(stdout, o.out, collected, oo); err != nil {
+					return err
+				}
+			}
+			if o.verbose && len(missing) > 0 {
+				fmt.Fprintf(stderr, "ERROR: %d of %d minions did not return within %s\n", len(missing), total, timeoutText(o.timeout))
+			}
+			if failed {
+				return &cli.ExitError{Code: 1}
+			}
+			return nil
+		}
+	}
+}
+
+// returnOK reports whether a return succeeded: success true and retcode 0.
+func returnOK(ret map[string]any) bool {
+	if s, ok := ret["success"].(bool); ok && !s {
+		return false
+	}
+	switch rc := ret["retcode"].(type) {
+	case int64:
+		return rc == 0
+	case uint64:
+		return rc == 0
+	case int:
+		return rc == 0
+	}
+	return true
+}
+
+func timeoutText(t int) string {
+	if t <= 0 {
+		return "the master's timeout"
+	}
+	return (time.Duration(t) * time.Second).String()
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}

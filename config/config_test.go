@@ -1,0 +1,560 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// writeDir makes a config directory holding files (name -> content; a name
+// ending in "/" is a directory).
+func writeDir(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if strings.HasSuffix(name, "/") {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// collect returns a warn func and the warnings it saw, as "FILE:LINE: MSG"
+// with FILE relative to dir.
+func collect(dir string) (func(Warning), *[]string) {
+	var got []string
+	return func(w Warning) {
+		rel, _ := filepath.Rel(dir, w.File)
+		got = append(got, fmt.Sprintf("%s:%d: %s", rel, w.Line, w.Msg))
+	}, &got
+}
+
+var ignoreRaw = cmpopts.IgnoreFields(Master{}, "Raw")
+var ignoreAgentRaw = cmpopts.IgnoreFields(Agent{}, "Raw")
+
+func TestMasterDefaults(t *testing.T) {
+	for name, files := range map[string]map[string]string{
+		"no files":      nil,
+		"empty file":    {"master": ""},
+		"comments only": {"master": "# port: 1\n"},
+		"null document": {"master": "---\n~\n"},
+		"empty master.d": {
+			"master.d/": "",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := writeDir(t, files)
+			warn, warns := collect(dir)
+			got, err := LoadMaster(dir, warn)
+			if err != nil {
+				t.Fatalf("LoadMaster: %v", err)
+			}
+			if diff := cmp.Diff(DefaultMaster(), got); diff != "" {
+				t.Errorf("defaults (-want +got):\n%s", diff)
+			}
+			if len(*warns) != 0 {
+				t.Errorf("got warnings %q, want none", *warns)
+			}
+		})
+	}
+	m := DefaultMaster()
+	if m.Port != 4506 || m.Interface != "0.0.0.0" || m.KeepJobs != 24 || m.Timeout != 5 ||
+		m.PkiDir != "/etc/halite/pki/master" || m.MasterJobCache != "local_cache" || m.LogLevel != "warning" {
+		t.Errorf("DefaultMaster() got %+v, want Salt's defaults", m)
+	}
+}
+
+func TestAgentDefaults(t *testing.T) {
+	dir := writeDir(t, nil)
+	got, err := LoadAgent(dir, nil)
+	if err != nil {
+		t.Fatalf("LoadAgent: %v", err)
+	}
+	want := DefaultAgent()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+	host, _ := os.Hostname()
+	if got.ID != host {
+		t.Errorf("ID got %q, want the host name %q", got.ID, host)
+	}
+	if fmt.Sprint(got.Master) != "[salt]" || got.MasterPort != 4506 || got.MasterType != "str" ||
+		got.RandomReauthDelay != 10 || got.AcceptanceWaitTime != 10 || got.RetryDNS != 30 ||
+		got.PkiDir != "/etc/halite/pki/agent" || got.FileClient != "remote" {
+		t.Errorf("DefaultAgent() got %+v, want Salt's defaults", got)
+	}
+}
+
+func TestMasterOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want func(m *Master)
+	}{
+		{"interface and port", "interface: 127.0.0.1\nport: 4600\n", func(m *Master) { m.Interface, m.Port = "127.0.0.1", 4600 }},
+		{"quoted port", "port: '4600'\n", func(m *Master) { m.Port = 4600 }},
+		{"auto_accept true", "auto_accept: true\n", func(m *Master) { m.AutoAccept = true }},
+		{"auto_accept yes", "auto_accept: yes\n", func(m *Master) { m.AutoAccept = true }},
+		{"auto_accept On", "auto_accept: On\n", func(m *Master) { m.AutoAccept = true }},
+		{"auto_accept off", "auto_accept: off\n", func(m *Master) { m.AutoAccept = false }},
+		{"auto_accept NO", "auto_accept: NO\n", func(m *Master) { m.AutoAccept = false }},
+		{"keep_jobs", "keep_jobs: 48\ntimeout: 10\n", func(m *Master) { m.KeepJobs, m.Timeout = 48, 10 }},
+		{"null keeps default", "port:\nkeep_jobs: ~\n", func(m *Master) {}},
+		{"log", "log_level: DEBUG\nlog_level_logfile: garbage\nlog_file: /tmp/x.log\n", func(m *Master) {
+			m.LogLevel, m.LogLevelLogfile, m.LogFile = "debug", "garbage", "/tmp/x.log"
+		}},
+		{"event_return string", "event_return: redis\n", func(m *Master) { m.EventReturn = []string{"redis"} }},
+		{"event_return list", "event_return:\n  - redis\n  - pgjsonb\n", func(m *Master) { m.EventReturn = []string{"redis", "pgjsonb"} }},
+		{"file_roots", "file_roots:\n  base:\n    - /srv/a\n    - /srv/b\n  dev: /srv/dev\n", func(m *Master) {
+			m.FileRoots = map[string][]string{"base": {"/srv/a", "/srv/b"}, "dev": {"/srv/dev"}}
+		}},
+		{"nodegroups", "nodegroups:\n  cams: 'L@cam1,cam2'\n  all: ['cam*', 'gw*']\n", func(m *Master) {
+			m.Nodegroups = map[string]any{"cams": "L@cam1,cam2", "all": []any{"cam*", "gw*"}}
+		}},
+		{"reactor", "reactor:\n  - 'salt/minion/*/start':\n    - /srv/reactor/start.sls\n", func(m *Master) {
+			m.Reactor = []any{map[string]any{"salt/minion/*/start": []any{"/srv/reactor/start.sls"}}}
+		}},
+		{"engines with anchors", "x: &conf {interval: 5}\nengines:\n  - redis_sentinel: *conf\n  - test: {<<: *conf, extra: on}\n", func(m *Master) {
+			m.Engines = []any{
+				map[string]any{"redis_sentinel": map[string]any{"interval": 5}},
+				map[string]any{"test": map[string]any{"interval": 5, "extra": true}},
+			}
+		}},
+		{"reactor workers", "reactor_worker_threads: 2\nreactor_worker_hwm: 50\nworker_threads: 3\n", func(m *Master) {
+			m.ReactorWorkerThreads, m.ReactorWorkerHwm, m.WorkerThreads = 2, 50, 3
+		}},
+		{"job cache", "master_job_cache: pgjsonb\nutc_jid: True\n", func(m *Master) { m.MasterJobCache, m.UTCJID = "pgjsonb", true }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeDir(t, map[string]string{"master": tt.yaml})
+			got, err := LoadMaster(dir, nil)
+			if err != nil {
+				t.Fatalf("LoadMaster: %v", err)
+			}
+			want := DefaultMaster()
+			tt.want(want)
+			if diff := cmp.Diff(want, got, ignoreRaw); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAgentOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want func(a *Agent)
+	}{
+		{"master string", "master: 10.0.0.1\n", func(a *Agent) { a.Master = []string{"10.0.0.1"} }},
+		{"master string with comma is one", "master: 'a,b'\n", func(a *Agent) { a.Master = []string{"a,b"} }},
+		{"master list", "master:\n  - m1\n  - m2\nmaster_type: failover\n", func(a *Agent) {
+			a.Master, a.MasterType = []string{"m1", "m2"}, "failover"
+		}},
+		{"numeric id", "id: 1234\n", func(a *Agent) { a.ID = "1234" }},
+		{"failover knobs", "master_alive_interval: 30\nmaster_failback: yes\nmaster_failback_interval: 60\nmaster_shuffle: on\nrandom_master: true\n", func(a *Agent) {
+			a.MasterAliveInterval, a.MasterFailback, a.MasterFailbackInterval, a.MasterShuffle, a.RandomMaster = 30, true, 60, true, true
+		}},
+		{"auth knobs", "random_reauth_delay: 3\nacceptance_wait_time: 2\nacceptance_wait_time_max: 20\nretry_dns: 0\nmaster_finger: 'ab:cd'\nmaster_port: 4600\n", func(a *Agent) {
+			a.RandomReauthDelay, a.AcceptanceWaitTime, a.AcceptanceWaitTimeMax, a.RetryDNS, a.MasterFinger, a.MasterPort = 3, 2, 20, 0, "ab:cd", 4600
+		}},
+		{"spool_max", "spool_max: 1048576\n", func(a *Agent) { a.SpoolMax = 1 << 20 }},
+		{"return string", "return: redis, pgjsonb,,\n", func(a *Agent) { a.Return = []string{"redis", "pgjsonb"} }},
+		{"return list", "return: [redis, 'a,b']\n", func(a *Agent) { a.Return = []string{"redis", "a,b"} }},
+		{"grains pyyaml bools", "grains:\n  roles: [camera]\n  outdoor: yes\n  quoted: 'yes'\n  floor: 3\n", func(a *Agent) {
+			a.Grains = map[string]any{"roles": []any{"camera"}, "outdoor": true, "quoted": "yes", "floor": 3}
+		}},
+		{"beacons", "beacons:\n  diskusage:\n    - /: 90%\n", func(a *Agent) {
+			a.Beacons = map[string]any{"diskusage": []any{map[string]any{"/": "90%"}}}
+		}},
+		{"masterless", "file_client: local\nmaster_type: disable\n", func(a *Agent) { a.FileClient, a.MasterType = "local", "disable" }},
+		{"relay", "relay:\n  listen: 0.0.0.0:4506\n", func(a *Agent) { a.Relay = map[string]any{"listen": "0.0.0.0:4506"} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeDir(t, map[string]string{"agent": tt.yaml})
+			got, err := LoadAgent(dir, nil)
+			if err != nil {
+				t.Fatalf("LoadAgent: %v", err)
+			}
+			want := DefaultAgent()
+			tt.want(want)
+			if diff := cmp.Diff(want, got, ignoreAgentRaw); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDropInOrder(t *testing.T) {
+	dir := writeDir(t, map[string]string{
+		"master":                  "port: 1001\ninterface: 10.0.0.1\nfile_roots: {base: [/a], dev: [/d]}\n",
+		"master.d/20-second.conf": "port: 1003\nkeep_jobs: 3\n",
+		"master.d/10-first.conf":  "port: 1002\nkeep_jobs: 2\ntimeout: 9\nfile_roots: {base: [/b]}\n",
+		"master.d/99-ignored.txt": "port: 9999\n",
+		"master.d/sub.conf/":      "",
+	})
+	got, err := LoadMaster(dir, nil)
+	if err != nil {
+		t.Fatalf("LoadMaster: %v", err)
+	}
+	want := DefaultMaster()
+	want.Port, want.Interface, want.KeepJobs, want.Timeout = 1003, "10.0.0.1", 3, 9
+	want.FileRoots = map[string][]string{"base": {"/b"}} // a later key replaces the whole value, as in Salt
+	if diff := cmp.Diff(want, got, ignoreRaw); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	wantRaw := map[string]any{
+		"port": 1003, "interface": "10.0.0.1", "keep_jobs": 3, "timeout": 9,
+		"file_roots": map[string]any{"base": []any{"/b"}},
+	}
+	if diff := cmp.Diff(wantRaw, got.Raw); diff != "" {
+		t.Errorf("Raw (-want +got):\n%s", diff)
+	}
+
+	// Drop-ins apply even without a main file.
+	dir = writeDir(t, map[string]string{"agent.d/id.conf": "id: cam7\n"})
+	a, err := LoadAgent(dir, nil)
+	if err != nil {
+		t.Fatalf("LoadAgent: %v", err)
+	}
+	if a.ID != "cam7" {
+		t.Errorf("ID got %q, want cam7 from agent.d", a.ID)
+	}
+}
+
+func TestRootDir(t *testing.T) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		yaml string
+		want func(m *Master)
+	}{
+		{"default root leaves paths", "", func(m *Master) {}},
+		{"root relocates defaults", "root_dir: /tmp/h1\n", func(m *Master) {
+			m.RootDir = "/tmp/h1"
+			m.PkiDir, m.CacheDir, m.SockDir = "/tmp/h1/etc/halite/pki/master", "/tmp/h1/var/cache/halite/master", "/tmp/h1/var/run/halite/master"
+			m.LogFile = "/tmp/h1/var/log/halite/master"
+		}},
+		{"trailing slash", "root_dir: /tmp/h1/\n", func(m *Master) {
+			m.RootDir = "/tmp/h1"
+			m.PkiDir, m.CacheDir, m.SockDir = "/tmp/h1/etc/halite/pki/master", "/tmp/h1/var/cache/halite/master", "/tmp/h1/var/run/halite/master"
+			m.LogFile = "/tmp/h1/var/log/halite/master"
+		}},
+		{"paths already under root kept", "root_dir: /tmp/h1\npki_dir: /tmp/h1/pki\ncachedir: /tmp/h1\nsock_dir: /tmp/h10/s\n", func(m *Master) {
+			m.RootDir = "/tmp/h1"
+			m.PkiDir, m.CacheDir, m.SockDir = "/tmp/h1/pki", "/tmp/h1", "/tmp/h1/tmp/h10/s"
+			m.LogFile = "/tmp/h1/var/log/halite/master"
+		}},
+		{"relative paths go under root", "root_dir: /tmp/h1\npki_dir: pki\nautosign_file: autosign.conf\nautoreject_file: /etc/halite/autoreject.conf\nautosign_grains_dir: ag\n", func(m *Master) {
+			m.RootDir = "/tmp/h1"
+			m.PkiDir, m.CacheDir, m.SockDir = "/tmp/h1/pki", "/tmp/h1/var/cache/halite/master", "/tmp/h1/var/run/halite/master"
+			m.LogFile = "/tmp/h1/var/log/halite/master"
+			m.AutosignFile, m.AutorejectFile, m.AutosignGrainsDir = "/tmp/h1/autosign.conf", "/tmp/h1/etc/halite/autoreject.conf", "/tmp/h1/ag"
+		}},
+		{"relative path with default root", "pki_dir: pki\n", func(m *Master) { m.PkiDir = "/pki" }},
+		{"log_file URI untouched", "root_dir: /tmp/h1\nlog_file: udp://loghost:514\n", func(m *Master) {
+			m.RootDir = "/tmp/h1"
+			m.PkiDir, m.CacheDir, m.SockDir = "/tmp/h1/etc/halite/pki/master", "/tmp/h1/var/cache/halite/master", "/tmp/h1/var/run/halite/master"
+			m.LogFile = "udp://loghost:514"
+		}},
+		{"relative root_dir is from the working directory", "root_dir: rel\n", func(m *Master) {
+			r := filepath.Join(cwd, "rel")
+			m.RootDir = r
+			m.PkiDir, m.CacheDir, m.SockDir = r+"/etc/halite/pki/master", r+"/var/cache/halite/master", r+"/var/run/halite/master"
+			m.LogFile = r + "/var/log/halite/master"
+		}},
+		{"root_dir from master.d", "", func(m *Master) {}}, // see below
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeDir(t, map[string]string{"master": tt.yaml})
+			got, err := LoadMaster(dir, nil)
+			if err != nil {
+				t.Fatalf("LoadMaster: %v", err)
+			}
+			want := DefaultMaster()
+			tt.want(want)
+			if diff := cmp.Diff(want, got, ignoreRaw); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	// root_dir set in a drop-in relocates paths set in the main file too.
+	dir := writeDir(t, map[string]string{
+		"agent":             "pki_dir: /etc/halite/pki/cam\n",
+		"agent.d/root.conf": "root_dir: /tmp/h2\n",
+	})
+	a, err := LoadAgent(dir, nil)
+	if err != nil {
+		t.Fatalf("LoadAgent: %v", err)
+	}
+	want := []string{"/tmp/h2", "/tmp/h2/etc/halite/pki/cam", "/tmp/h2/var/cache/halite/agent", "/tmp/h2/var/run/halite/agent", "/tmp/h2/var/log/halite/agent"}
+	if got := []string{a.RootDir, a.PkiDir, a.CacheDir, a.SockDir, a.LogFile}; !reflect.DeepEqual(got, want) {
+		t.Errorf("agent paths got %q, want %q", got, want)
+	}
+	if got, want := a.SocketPath(), "/tmp/h2/var/run/halite/agent/agent.sock"; got != want {
+		t.Errorf("SocketPath() got %q, want %q", got, want)
+	}
+	if got, want := a.SpoolDir(), "/tmp/h2/var/cache/halite/agent/spool"; got != want {
+		t.Errorf("SpoolDir() got %q, want %q", got, want)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		agent bool
+		want  string // Error() with the temporary dir replaced by "D"
+	}{
+		{"int", map[string]string{"master": "interface: 0.0.0.0\n\nport: abc\n"}, false,
+			`D/master:3: port: expected an integer, got "abc"`},
+		{"int from list", map[string]string{"master": "keep_jobs: [1]\n"}, false,
+			`D/master:1: keep_jobs: expected an integer, got a list`},
+		{"negative", map[string]string{"master": "keep_jobs: -1\n"}, false,
+			`D/master:1: keep_jobs: expected a non-negative integer, got -1`},
+		{"port range", map[string]string{"master": "port: 70000\n"}, false,
+			`D/master:1: port: expected a port number from 1 to 65535, got 70000`},
+		{"bool", map[string]string{"master": "# c\nauto_accept: maybe\n"}, false,
+			`D/master:2: auto_accept: expected a boolean (true/false, yes/no, on/off), got "maybe"`},
+		{"bool number", map[string]string{"master": "auto_accept: 1\n"}, false,
+			`D/master:1: auto_accept: expected a boolean (true/false, yes/no, on/off), got "1"`},
+		{"string from mapping", map[string]string{"master": "pki_dir:\n  a: b\n"}, false,
+			`D/master:1: pki_dir: expected a string, got a mapping`},
+		{"log level", map[string]string{"master": "log_level: loud\n"}, false,
+			`D/master:1: log_level: expected a log level (all, garbage, trace, debug, profile, info, warning, error, critical, quiet), got "loud"`},
+		{"mapping", map[string]string{"master": "nodegroups: [a]\n"}, false,
+			`D/master:1: nodegroups: expected a mapping, got a list`},
+		{"list", map[string]string{"master": "reactor: {a: b}\n"}, false,
+			`D/master:1: reactor: expected a list, got a mapping`},
+		{"roots", map[string]string{"master": "file_roots:\n  base:\n    - {a: b}\n"}, false,
+			`D/master:1: file_roots: base: expected a string or a list of strings, got a list holding a mapping`},
+		{"yaml syntax", map[string]string{"master": "port: 1\ninterface: [a\nkeep_jobs: 3\n"}, false,
+			`D/master:2: invalid YAML: did not find expected ',' or ']'`},
+		{"yaml bad indentation", map[string]string{"master": "port: 1\nfile_roots:\n  base:\n    - /srv\n   dev: x\n"}, false,
+			`D/master:3: invalid YAML: did not find expected key`},
+		{"yaml bad indentation at top", map[string]string{"master": "port: 1\ninterface: x\n  timeout: 3\n"}, false,
+			`D/master:3: invalid YAML: mapping values are not allowed in this context`},
+		{"yaml unclosed at end of file", map[string]string{"master": "[a\n"}, false,
+			`D/master:2: invalid YAML: did not find expected ',' or ']'`},
+		{"yaml top-level key", map[string]string{"master": "port: 1\ninterface: x\n- y\n"}, false,
+			`D/master:3: invalid YAML: did not find expected key`},
+		{"yaml mapping values", map[string]string{"master": "port: 1\nid: a: b\n"}, false,
+			`D/master:2: invalid YAML: mapping values are not allowed in this context`},
+		{"yaml tab", map[string]string{"master": "file_roots:\n\tbase: /srv\n"}, false,
+			`D/master:2: invalid YAML: found character that cannot start any token`},
+		{"not a mapping", map[string]string{"master": "- port\n- 1\n"}, false,
+			`D/master:1: expected a mapping of option names to values, got a list`},
+		{"scalar document", map[string]string{"master": "just words\n"}, false,
+			`D/master:1: expected a mapping of option names to values, got "just words"`},
+		{"two documents", map[string]string{"master": "port: 1\n---\nport: 2\n"}, false,
+			`D/master:2: expected one YAML document, found another`},
+		{"key not a string", map[string]string{"master": "[a]: 1\n"}, false,
+			`D/master:1: expected an option name, got a list`},
+		{"error in drop-in", map[string]string{"master": "port: 1\n", "master.d/a.conf": "\n\ntimeout: soon\n"}, false,
+			`D/master.d/a.conf:3: timeout: expected an integer, got "soon"`},
+		{"main file is a directory", map[string]string{"master/": ""}, false,
+			`D/master: read config: is a directory`},
+		{"drop-in dir is a file", map[string]string{"master.d": "x"}, false,
+			`D/master.d: read config directory: not a directory`},
+		{"agent master list of lists", map[string]string{"agent": "master:\n  - [a]\n"}, true,
+			`D/agent:1: master: expected a string or a list of strings, got a list holding a list`},
+		{"agent master_type", map[string]string{"agent": "master_type: func\n"}, true,
+			`D/agent:1: master_type: expected one of str, failover, disable, got "func"`},
+		{"agent file_client", map[string]string{"agent": "file_client: ftp\n"}, true,
+			`D/agent:1: file_client: expected one of remote, local, got "ftp"`},
+		{"agent grains", map[string]string{"agent": "id: x\ngrains: 5\n"}, true,
+			`D/agent:2: grains: expected a mapping, got "5"`},
+		{"agent master_port", map[string]string{"agent": "master_port: 4506x\n"}, true,
+			`D/agent:1: master_port: expected an integer, got "4506x"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeDir(t, tt.files)
+			var err error
+			if tt.agent {
+				_, err = LoadAgent(dir, nil)
+			} else {
+				_, err = LoadMaster(dir, nil)
+			}
+			if err == nil {
+				t.Fatalf("got no error, want %s", tt.want)
+			}
+			var cerr *Error
+			if !errors.As(err, &cerr) {
+				t.Fatalf("got %T %v, want *config.Error", err, err)
+			}
+			if got := strings.ReplaceAll(err.Error(), dir, "D"); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	dir := writeDir(t, map[string]string{
+		"master": strings.Join([]string{
+			"port: 4506",
+			"foo: bar",                  // 2 unknown
+			"gitfs_remotes: [x]",        // 3 Salt, unused: silent
+			"presence_events: true",     // 4 Salt, unused: silent
+			"master_port: 4506",         // 5 agent option
+			"ret_port: 4606",            // 6 replaced
+			"port: 4507",                // 7 duplicate
+			"custom:\n  nested: [1, 2]", // 8 unknown, kept in Raw
+		}, "\n") + "\n",
+		"master.d/x.conf": "\nbar: 1\n",
+	})
+	warn, got := collect(dir)
+	m, err := LoadMaster(dir, warn)
+	if err != nil {
+		t.Fatalf("LoadMaster: %v", err)
+	}
+	want := []string{
+		`master:2: unknown option "foo"`,
+		`master:5: option "master_port" is an agent option; the master ignores it`,
+		`master:6: option "ret_port" is not used by Halite: Halite listens on one UDP port; set "port"`,
+		`master:7: option "port" is set again (first at line 1); the last one wins`,
+		`master:8: unknown option "custom"`,
+		`master.d/x.conf:2: unknown option "bar"`,
+	}
+	if diff := cmp.Diff(want, *got); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	if m.Port != 4507 {
+		t.Errorf("Port got %d, want 4507 (last wins)", m.Port)
+	}
+	wantRaw := map[string]any{"foo": "bar", "custom": map[string]any{"nested": []any{1, 2}}, "bar": 1, "presence_events": true}
+	for k, v := range wantRaw {
+		if diff := cmp.Diff(v, m.Raw[k]); diff != "" {
+			t.Errorf("Raw[%q] (-want +got):\n%s", k, diff)
+		}
+	}
+
+	dir = writeDir(t, map[string]string{"agent": "id: a\nauto_accept: true\nmine_functions: {}\nbogus: 1\n"})
+	warn, got = collect(dir)
+	if _, err := LoadAgent(dir, warn); err != nil {
+		t.Fatalf("LoadAgent: %v", err)
+	}
+	want = []string{
+		`agent:2: option "auto_accept" is a master option; the agent ignores it`,
+		`agent:4: unknown option "bogus"`,
+	}
+	if diff := cmp.Diff(want, *got); diff != "" {
+		t.Errorf("agent warnings (-want +got):\n%s", diff)
+	}
+}
+
+func TestDerivedPaths(t *testing.T) {
+	m := DefaultMaster()
+	tests := []struct{ got, want string }{
+		{m.SocketPath(), "/var/run/halite/master/master.sock"},
+		{m.JobCachePath(), "/var/cache/halite/master/jobs.db"},
+		{m.KeyDir("accepted"), "/etc/halite/pki/master/minions"},
+		{m.KeyDir("pending"), "/etc/halite/pki/master/minions_pre"},
+		{m.KeyDir("rejected"), "/etc/halite/pki/master/minions_rejected"},
+		{m.KeyDir("denied"), "/etc/halite/pki/master/minions_denied"},
+		{m.KeyDir("other"), ""},
+		{m.ListenAddr(), "0.0.0.0:4506"},
+		{m.FileLogLevel(), "warning"},
+	}
+	for i, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%d: got %q, want %q", i, tt.got, tt.want)
+		}
+	}
+	m.LogLevelLogfile = "debug"
+	if got := m.FileLogLevel(); got != "debug" {
+		t.Errorf("FileLogLevel() got %q, want debug", got)
+	}
+}
+
+func TestMasterAddrs(t *testing.T) {
+	a := DefaultAgent()
+	a.MasterPort = 4600
+	a.Master = []string{"m1", "m2:4700", "10.0.0.1", "::1", "[fe80::1]", "[2001:db8::1]:4800", " "}
+	got := a.MasterAddrs()
+	want := []string{"m1:4600", "m2:4700", "10.0.0.1:4600", "[::1]:4600", "[fe80::1]:4600", "[2001:db8::1]:4800"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("MasterAddrs() (-want +got):\n%s", diff)
+	}
+}
+
+// TestEveryFieldHasAnOption keeps the structs and the option tables in
+// step: every yaml-tagged field is loadable, and every option has a field.
+func TestEveryFieldHasAnOption(t *testing.T) {
+	check := func(name string, typ reflect.Type, options []string) {
+		var tags []string
+		for i := range typ.NumField() {
+			tag := typ.Field(i).Tag.Get("yaml")
+			if tag != "" && tag != "-" {
+				tags = append(tags, tag)
+			}
+		}
+		sort.Strings(tags)
+		sort.Strings(options)
+		if diff := cmp.Diff(tags, options); diff != "" {
+			t.Errorf("%s: yaml tags vs options (-tags +options):\n%s", name, diff)
+		}
+	}
+	var mo, ao []string
+	for k := range masterRole.options {
+		mo = append(mo, k)
+	}
+	for k := range agentRole.options {
+		ao = append(ao, k)
+	}
+	check("Master", reflect.TypeFor[Master](), mo)
+	check("Agent", reflect.TypeFor[Agent](), ao)
+
+	// Each role knows the other's options, to tell the operator that an
+	// option is in the wrong file rather than unknown.
+	for _, k := range ao {
+		if masterRole.options[k] == nil && !masterRole.silent[k] && !masterRole.foreign[k] {
+			t.Errorf("agent option %q is neither a master option nor known to the master as foreign", k)
+		}
+	}
+	for _, k := range mo {
+		if agentRole.options[k] == nil && !agentRole.silent[k] && !agentRole.foreign[k] {
+			t.Errorf("master option %q is neither an agent option nor known to the agent as foreign", k)
+		}
+	}
+}
+
+func TestMissingConfigDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "does", "not", "exist")
+	m, err := LoadMaster(dir, nil)
+	if err != nil {
+		t.Fatalf("LoadMaster of a missing dir: %v, want defaults", err)
+	}
+	if diff := cmp.Diff(DefaultMaster(), m); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if _, err := LoadAgent(dir, nil); err != nil {
+		t.Fatalf("LoadAgent of a missing dir: %v, want defaults", err)
+	}
+}

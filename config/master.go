@@ -1,0 +1,173 @@
+package config
+
+import (
+	"net"
+	"path/filepath"
+	"strconv"
+)
+
+// Master is the master's configuration (CONFIG_DIR/master and
+// CONFIG_DIR/master.d/*.conf), also read by the operator CLIs to find the
+// master's socket. Field tags are Salt's option names. Paths are already
+// relocated under RootDir.
+type Master struct {
+	RootDir           string `yaml:"root_dir"`
+	Interface         string `yaml:"interface"`
+	Port              int    `yaml:"port"` // UDP (QUIC)
+	PkiDir            string `yaml:"pki_dir"`
+	CacheDir          string `yaml:"cachedir"`
+	SockDir           string `yaml:"sock_dir"`
+	AutoAccept        bool   `yaml:"auto_accept"`
+	AutosignFile      string `yaml:"autosign_file"`
+	AutorejectFile    string `yaml:"autoreject_file"`
+	AutosignGrainsDir string `yaml:"autosign_grains_dir"`
+	KeepJobs          int    `yaml:"keep_jobs"` // hours
+	Timeout           int    `yaml:"timeout"`   // seconds, the CLI's default wait
+	WorkerThreads     int    `yaml:"worker_threads"`
+	UTCJID            bool   `yaml:"utc_jid"` // job ids in UTC rather than local time
+
+	LogLevel        string `yaml:"log_level"`
+	LogFile         string `yaml:"log_file"`
+	LogLevelLogfile string `yaml:"log_level_logfile"` // "" means LogLevel
+
+	Nodegroups           map[string]any      `yaml:"nodegroups"`
+	Reactor              []any               `yaml:"reactor"`
+	ReactorWorkerThreads int                 `yaml:"reactor_worker_threads"`
+	ReactorWorkerHwm     int                 `yaml:"reactor_worker_hwm"`
+	FileRoots            map[string][]string `yaml:"file_roots"`
+	PillarRoots          map[string][]string `yaml:"pillar_roots"`
+	MasterJobCache       string              `yaml:"master_job_cache"`
+	EventReturn          []string            `yaml:"event_return"` // a string or a list
+	Engines              []any               `yaml:"engines"`
+
+	// Raw holds every option as loaded from the files (defaults are not
+	// in it), known or not, for features that read their own options.
+	Raw map[string]any `yaml:"-"`
+}
+
+// DefaultMaster returns the master's defaults, as used when no file sets
+// an option.
+func DefaultMaster() *Master {
+	return &Master{
+		RootDir:              "/",
+		Interface:            "0.0.0.0",
+		Port:                 4506,
+		PkiDir:               "/etc/halite/pki/master",
+		CacheDir:             "/var/cache/halite/master",
+		SockDir:              "/var/run/halite/master",
+		KeepJobs:             24,
+		Timeout:              5,
+		WorkerThreads:        5,
+		LogLevel:             "warning",
+		LogFile:              "/var/log/halite/master",
+		ReactorWorkerThreads: 10,
+		ReactorWorkerHwm:     10000,
+		FileRoots:            map[string][]string{"base": {"/srv/halite"}},
+		PillarRoots:          map[string][]string{"base": {"/srv/pillar"}},
+		MasterJobCache:       "local_cache",
+		Raw:                  map[string]any{},
+	}
+}
+
+var masterRole = &role[Master]{
+	name:  "master",
+	other: "agent",
+	options: map[string]func(*Master, value) error{
+		"root_dir":               func(m *Master, v value) error { return v.str(&m.RootDir) },
+		"interface":              func(m *Master, v value) error { return v.str(&m.Interface) },
+		"port":                   func(m *Master, v value) error { return v.port(&m.Port) },
+		"pki_dir":                func(m *Master, v value) error { return v.str(&m.PkiDir) },
+		"cachedir":               func(m *Master, v value) error { return v.str(&m.CacheDir) },
+		"sock_dir":               func(m *Master, v value) error { return v.str(&m.SockDir) },
+		"auto_accept":            func(m *Master, v value) error { return v.bool(&m.AutoAccept) },
+		"autosign_file":          func(m *Master, v value) error { return v.str(&m.AutosignFile) },
+		"autoreject_file":        func(m *Master, v value) error { return v.str(&m.AutorejectFile) },
+		"autosign_grains_dir":    func(m *Master, v value) error { return v.str(&m.AutosignGrainsDir) },
+		"keep_jobs":              func(m *Master, v value) error { return v.count(&m.KeepJobs) },
+		"timeout":                func(m *Master, v value) error { return v.count(&m.Timeout) },
+		"worker_threads":         func(m *Master, v value) error { return v.count(&m.WorkerThreads) },
+		"utc_jid":                func(m *Master, v value) error { return v.bool(&m.UTCJID) },
+		"log_level":              func(m *Master, v value) error { return v.logLevel(&m.LogLevel) },
+		"log_file":               func(m *Master, v value) error { return v.str(&m.LogFile) },
+		"log_level_logfile":      func(m *Master, v value) error { return v.logLevel(&m.LogLevelLogfile) },
+		"nodegroups":             func(m *Master, v value) error { return v.anyMap(&m.Nodegroups) },
+		"reactor":                func(m *Master, v value) error { return v.anyList(&m.Reactor) },
+		"reactor_worker_threads": func(m *Master, v value) error { return v.count(&m.ReactorWorkerThreads) },
+		"reactor_worker_hwm":     func(m *Master, v value) error { return v.count(&m.ReactorWorkerHwm) },
+		"file_roots":             func(m *Master, v value) error { return v.roots(&m.FileRoots) },
+		"pillar_roots":           func(m *Master, v value) error { return v.roots(&m.PillarRoots) },
+		"master_job_cache":       func(m *Master, v value) error { return v.str(&m.MasterJobCache) },
+		"event_return":           func(m *Master, v value) error { return v.strList(&m.EventReturn, false) },
+		"engines":                func(m *Master, v value) error { return v.anyList(&m.Engines) },
+	},
+	silent:  setOf(saltMasterOptions, saltCommonOptions, haliteMasterRawOptions),
+	foreign: setOf(saltMinionOptions, haliteAgentOptions),
+	hints: map[string]string{
+		"ret_port":     `Halite listens on one UDP port; set "port"`,
+		"publish_port": `Halite listens on one UDP port; set "port"`,
+	},
+}
+
+// LoadMaster reads dir/master, then dir/master.d/*.conf in lexical order,
+// over the defaults, and relocates the paths under root_dir. A missing
+// dir/master means defaults. Problems that do not stop the master, such as
+// unknown options, go to warn (which may be nil). The error, if any, is an
+// *Error.
+func LoadMaster(dir string, warn func(Warning)) (*Master, error) {
+	m := DefaultMaster()
+	raw, err := masterRole.load(dir, m, warn)
+	if err != nil {
+		return nil, err
+	}
+	m.Raw = raw
+	root, err := absRoot(m.RootDir)
+	if err != nil {
+		return nil, &Error{File: filepath.Join(dir, "master"), Msg: err.Error(), err: err}
+	}
+	m.RootDir = root
+	for _, p := range []*string{&m.PkiDir, &m.CacheDir, &m.SockDir, &m.AutosignFile, &m.AutorejectFile, &m.AutosignGrainsDir} {
+		*p = prependRoot(root, *p)
+	}
+	if !isURI(m.LogFile) {
+		m.LogFile = prependRoot(root, m.LogFile)
+	}
+	return m, nil
+}
+
+// ListenAddr returns interface:port for the QUIC listener.
+func (m *Master) ListenAddr() string {
+	return net.JoinHostPort(m.Interface, strconv.Itoa(m.Port))
+}
+
+// SocketPath returns the master's local unix socket, sock_dir/master.sock.
+func (m *Master) SocketPath() string { return filepath.Join(m.SockDir, "master.sock") }
+
+// JobCachePath returns the embedded job cache file, cachedir/jobs.db.
+func (m *Master) JobCachePath() string { return filepath.Join(m.CacheDir, "jobs.db") }
+
+// keyDirs are Salt's pki_dir subdirectories per key state.
+var keyDirs = map[string]string{
+	"accepted": "minions",
+	"pending":  "minions_pre",
+	"rejected": "minions_rejected",
+	"denied":   "minions_denied",
+}
+
+// KeyDir returns the directory holding agent keys in state (accepted,
+// pending, rejected or denied) under pki_dir, with Salt's names (minions,
+// minions_pre, minions_rejected, minions_denied); "" for another state.
+func (m *Master) KeyDir(state string) string {
+	d, ok := keyDirs[state]
+	if !ok {
+		return ""
+	}
+	return filepath.Join(m.PkiDir, d)
+}
+
+// FileLogLevel returns log_level_logfile, or log_level when it is unset.
+func (m *Master) FileLogLevel() string {
+	if m.LogLevelLogfile != "" {
+		return m.LogLevelLogfile
+	}
+	return m.LogLevel
+}

@@ -1,0 +1,6 @@
+// Package firmware will hold the cross-build profiles, provisioning
+// bundles, flashing over SSH and signed OTA updates with rollback for the
+// agent binary. Today the cross builds are the Makefile's `make cross`
+// target (linux amd64, arm64, arm v6 and v7, mipsle softfloat, static,
+// stripped).
+package firmware

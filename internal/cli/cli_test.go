@@ -1,0 +1,37 @@
+package cli
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseFunArgs(t *testing.T) {
+	tests := []struct {
+		words      []string
+		wantArgs   []any
+		wantKwargs map[string]any
+	}{
+		{nil, []any{}, nil},
+		{[]string{"ls -l /"}, []any{"ls -l /"}, nil},
+		{[]string{"3", "true", "1.5", "x"}, []any{3, true, 1.5, "x"}, nil},
+		{[]string{"echo hi", "cwd=/tmp", "timeout=5"}, []any{"echo hi"}, map[string]any{"cwd": "/tmp", "timeout": 5}},
+		{[]string{"a=b=c"}, []any{}, map[string]any{"a": "b=c"}},
+		{[]string{"x y=z"}, []any{"x y=z"}, nil},
+		{[]string{"[1, 2]", "{a: 1}"}, []any{[]any{1, 2}, map[string]any{"a": 1}}, nil},
+		{[]string{"None", "null", ""}, []any{nil, nil, ""}, nil},
+		{[]string{"'quoted'"}, []any{"'quoted'"}, nil},
+		{[]string{"{1: x}"}, []any{map[string]any{"1": "x"}}, nil},
+		{[]string{"- a"}, []any{"- a"}, nil},
+		{[]string{"20261122121248902947", "1e3"}, []any{"20261122121248902947", 1000.0}, nil},
+	}
+	for _, tt := range tests {
+		args, kwargs := ParseFunArgs(tt.words)
+		if d := cmp.Diff(tt.wantArgs, args); d != "" {
+			t.Errorf("ParseFunArgs(%q) args (-want +got):\n%s", tt.words, d)
+		}
+		if d := cmp.Diff(tt.wantKwargs, kwargs); d != "" {
+			t.Errorf("ParseFunArgs(%q) kwargs (-want +got):\n%s", tt.words, d)
+		}
+	}
+}

@@ -1,0 +1,51 @@
+// Package clitest runs the programs' testscript tests (testdata/*.txtar
+// beside each cmd) with their real Main in-process, and adds the "status"
+// script command the scripts use to check exit codes.
+package clitest
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// Main is the TestMain of a cmd package: it lets scripts run the command
+// called name, whose Main is main.
+func Main(m *testing.M, name string, main func() int) {
+	os.Exit(testscript.RunMain(m, map[string]func() int{name: main}))
+}
+
+// Run runs testdata/*.txtar. Besides testscript's commands, a script may
+// say "status N COMMAND [ARG ...]": run COMMAND and require exit status N
+// (its stdout and stderr are then checked as after exec).
+func Run(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:  "testdata",
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"status": status},
+	})
+}
+
+func status(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: status N COMMAND [ARG ...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("status: %q is not an exit status", args[0])
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("%s: %v", args[1], err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
+	}
+}

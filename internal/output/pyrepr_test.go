@@ -1,0 +1,106 @@
+package output
+
+import (
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The wants below are what CPython 3.11 prints for the same values.
+
+func TestPyFloat(t *testing.T) {
+	tests := []struct {
+		in   float64
+		want string
+	}{
+		{0, "0.0"},
+		{math.Copysign(0, -1), "-0.0"},
+		{1, "1.0"},
+		{0.5, "0.5"},
+		{1e20, "1e+20"},
+		{1e16, "1e+16"},
+		{1e15, "1000000000000000.0"},
+		{9999999999999998, "9999999999999998.0"},
+		{1e-4, "0.0001"},
+		{1e-5, "1e-05"},
+		{0.1, "0.1"},
+		{1.0 / 3, "0.3333333333333333"},
+		{2.5e-7, "2.5e-07"},
+		{123456789.123, "123456789.123"},
+		{math.MaxFloat64, "1.7976931348623157e+308"},
+		{5e-324, "5e-324"},
+		{-1.5e300, "-1.5e+300"},
+		{100, "100.0"},
+		{1e22, "1e+22"},
+		{12345678901234567890, "1.2345678901234567e+19"},
+		{math.Inf(1), "inf"},
+		{math.Inf(-1), "-inf"},
+		{math.NaN(), "nan"},
+	}
+	for _, tt := range tests {
+		if got := pyFloat(tt.in); got != tt.want {
+			t.Errorf("pyFloat(%v) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestPyRepr(t *testing.T) {
+	tests := []struct {
+		in   any
+		want string
+	}{
+		{"", `''`},
+		{"a", `'a'`},
+		{"it's", `"it's"`},
+		{`say "hi"`, `'say "hi"'`},
+		{`both ' "`, `'both \' "'`},
+		{`back\slash`, `'back\\slash'`},
+		{"nl\n", `'nl\n'`},
+		{"\x00\x7f\u0080\u00a0\u00ad", `'\x00\x7f\x80\xa0\xad'`},
+		{"é世界🎥", `'é世界🎥'`},
+		{"\u200b\u2028\ufeff", `'\u200b\u2028\ufeff'`},
+		{"\U000e0001", `'\U000e0001'`},
+		{"\ue000", `'\ue000'`},
+		{[]byte{}, `b''`},
+		{[]byte("a'b"), `b"a'b"`},
+		{[]byte{0, 0xff, '\\'}, `b'\x00\xff\\'`},
+		{[]byte(`"'`), `b'"\''`},
+		{nil, "None"},
+		{true, "True"},
+		{int64(-3), "-3"},
+		{list{"a", int64(1), nil, list{}}, "['a', 1, None, []]"},
+		{&dict{keys: []any{"a", int64(2)}, vals: []any{false, &dict{}}}, "{'a': False, 2: {}}"},
+	}
+	for _, tt := range tests {
+		if got := pyRepr(tt.in); got != tt.want {
+			t.Errorf("pyRepr(%#v) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestSplitLines(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"x\n", []string{"x"}},
+		{"\n", []string{""}},
+		{"a\n\nb", []string{"a", "", "b"}},
+		{"a\r\nb\rc\nd\ve\ff\x1cg\u0085h\u2028i", []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, splitLines(tt.in)); diff != "" {
+			t.Errorf("splitLines(%q) (-want +got):\n%s", tt.in, diff)
+		}
+	}
+}
+
+func TestSplitByteLines(t *testing.T) {
+	got := splitByteLines([]byte("a\r\nb\rc\nd\ve"))
+	want := [][]byte{[]byte("a"), []byte("b"), []byte("c"), []byte("d\ve")}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("splitByteLines (-want +got):\n%s", diff)
+	}
+}

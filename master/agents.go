@@ -1,0 +1,434 @@
+package master
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"go.uber.org/zap"
+
+	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/protocol"
+)
+
+const (
+	helloTimeout = 10 * time.Second
+	// sendQueue is how many frames may wait for a slow agent before the
+	// master drops its connection (the agent comes back and is served again).
+	sendQueue = 1024
+)
+
+// acceptAgents accepts QUIC connections until ctx ends.
+func (m *Master) acceptAgents(ctx context.Context, ln *quic.Listener) error {
+	for {
+		conn, err := ln.Accept(ctx)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, quic.ErrServerClosed) {
+				return nil
+			}
+			return fmt.Errorf("accept agent: %w", err)
+		}
+		m.connWG.Add(1)
+		go func() {
+			defer m.connWG.Done()
+			m.serveAgent(ctx, conn)
+		}()
+	}
+}
+
+// session is one accepted agent's connection.
+type session struct {
+	id     string
+	pub    ed25519.PublicKey
+	mac    []byte   // the session's MAC key, if the agent agreed one
+	rets   []string // the agent's return: option, returners that exist
+	conn   *quic.Conn
+	stream *quic.Stream
+	f      *protocol.Framer
+	out    chan []byte // whole frames waiting for the writer
+	done   chan struct{}
+	sendMu sync.Mutex // orders direct writes against the writer
+	queued int        // frames in out or being written; under sendMu
+	once   sync.Once
+	log    *zap.Logger
+	since  time.Time
+	toAck  atomic.Uint64 // the highest seq stored or published, to acknowledge
+	acked  uint64        // the highest seq acknowledged; only ackLoop touches it
+}
+
+// send sends a frame body to the agent without blocking; sendWire does
+// the same for a whole frame (protocol.AppendFrame), so that a job framed
+// once can go to every agent. When nothing is queued for the agent the
+// frame is handed to QUIC at once (TryWriteAll copies it); otherwise, or
+// when QUIC cannot take it now, it is queued for the session's writer,
+// which keeps frames in order. A full queue means the agent does not keep
+// up: its connection is dropped, and it comes back and is served again.
+func (s *session) send(body []byte) bool {
+	return s.sendWire(protocol.AppendFrame(make([]byte, 0, 4+len(body)), body))
+}
+
+func (s *session) sendWire(wire []byte) bool {
+	ok, failKind, failMsg := s.trySend(wire)
+	if !ok && failMsg != "" {
+		s.close(failKind, failMsg)
+	}
+	return ok
+}
+
+// trySend hands wire to QUIC or the queue; on failure it says why the
+// session should close (an empty message: it is closed already).
+func (s *session) trySend(wire []byte) (ok bool, k protocol.Kind, msg string) {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	select {
+	case <-s.done:
+		return false, 0, ""
+	default:
+	}
+	if s.queued == 0 {
+		err := s.stream.TryWriteAll(wire)
+		if err == nil {
+			return true, 0, ""
+		}
+		if !errors.Is(err, quic.ErrWouldBlock) {
+			return false, protocol.KindOther, "write: " + err.Error()
+		}
+	}
+	select {
+	case s.out <- wire:
+		s.queued++
+		return true, 0, ""
+	default:
+		return false, protocol.KindRateLimited, "send queue full"
+	}
+}
+
+// ack records that the read loop has handled (stored, published) the
+// agent's returns and events up to seq; ackLoop sends the acknowledgement.
+// seq 0 asks for none. The read loop handles a connection's messages in
+// order, so one ack covers everything before it.
+func (s *session) ack(seq uint64) {
+	for {
+		cur := s.toAck.Load()
+		if seq <= cur || s.toAck.CompareAndSwap(cur, seq) {
+			return
+		}
+	}
+}
+
+// flushAck sends the session's pending acknowledgement, if any.
+func (s *session) flushAck() {
+	seq := s.toAck.Load()
+	if seq == 0 || seq <= s.acked {
+		return
+	}
+	s.acked = seq
+	if b, err := protocol.Encode(&protocol.Ack{Seq: seq}); err == nil {
+		s.send(b)
+	}
+}
+
+// ackInterval is how long an agent may wait for the acknowledgement of a
+// stored return or event. Acks are sent in batches rather than one per
+// message, so that they stay out of the burst of returns a fleet-wide job
+// makes (one ack packet per return cost a 100-agent test.ping ~25 ms).
+const ackInterval = 200 * time.Millisecond
+
+// ackLoop acknowledges, every ackInterval, what each session has stored.
+func (m *Master) ackLoop(ctx context.Context) error {
+	t := time.NewTicker(ackInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		for _, s := range m.minions.allSessions() {
+			s.flushAck()
+		}
+	}
+}
+
+func (s *session) close(k protocol.Kind, msg string) {
+	s.once.Do(func() {
+		close(s.done)
+		if k != protocol.KindShutdown && k != protocol.KindOther {
+			s.log.Warn("dropping agent", zap.Stringer("kind", k), zap.String("reason", msg))
+		}
+		// Tell the agent why, best effort, then close.
+		if b, err := protocol.Encode(&protocol.Error{Kind: k, Msg: msg}); err == nil {
+			s.stream.SetWriteDeadline(time.Now().Add(time.Second))
+			s.f.WriteFrame(b)
+		}
+		s.conn.CloseWithError(quic.ApplicationErrorCode(k), msg)
+	})
+}
+
+func (m *Master) serveAgent(ctx context.Context, conn *quic.Conn) {
+	log := m.log.With(zap.Stringer("remote", conn.RemoteAddr()))
+	pub, err := protocol.PeerKey(conn.ConnectionState().TLS)
+	if err != nil {
+		log.Warn("agent handshake", zap.Error(err))
+		conn.CloseWithError(quic.ApplicationErrorCode(protocol.KindMalformed), err.Error())
+		return
+	}
+	hctx, cancel := context.WithTimeout(ctx, helloTimeout)
+	stream, err := conn.AcceptStream(hctx)
+	cancel()
+	if err != nil {
+		log.Debug("agent opened no stream", zap.Error(err))
+		conn.CloseWithError(quic.ApplicationErrorCode(protocol.KindUnexpected), "no stream")
+		return
+	}
+	f := protocol.NewFramer(stream, m.maxFrame())
+	stream.SetReadDeadline(time.Now().Add(helloTimeout))
+	msg, err := f.Read()
+	stream.SetReadDeadline(time.Time{})
+	fail := func(k protocol.Kind, text string) {
+		log.Warn("refusing agent", zap.Stringer("kind", k), zap.String("reason", text))
+		if b, err := protocol.Encode(&protocol.Error{Kind: k, Msg: text}); err == nil {
+			stream.SetWriteDeadline(time.Now().Add(time.Second))
+			f.WriteFrame(b)
+		}
+		conn.CloseWithError(quic.ApplicationErrorCode(k), text)
+	}
+	if err != nil {
+		fail(protocol.KindOf(err), "reading hello: "+err.Error())
+		return
+	}
+	hello, ok := msg.(*protocol.Hello)
+	if !ok {
+		fail(protocol.KindUnexpected, "first message must be hello, got "+msg.Type().String())
+		return
+	}
+	log = log.With(zap.String("id", hello.ID))
+	if ce := log.Check(zap.DebugLevel, "recv"); ce != nil {
+		ce.Write(zap.String("msg", "hello"), zap.String("version", hello.Version))
+	}
+	dec, err := m.keys.Check(hello.ID, pub)
+	if err != nil {
+		fail(protocol.KindOther, "key store: "+err.Error())
+		return
+	}
+	m.bus.Publish(event.TagAuth, map[string]any{
+		"id": hello.ID, "act": dec.Act, "result": dec.Status == protocol.KeyAccepted,
+		"pub": string(protocol.EncodePublicKey(pub)),
+	})
+	status := &protocol.KeyStatus{Status: dec.Status, MasterID: m.name, Caps: protocol.CapabilityVersion}
+	var macKey []byte
+	if dec.Status == protocol.KeyAccepted && hello.KX != nil {
+		if err := protocol.VerifyAgentKX(pub, hello.ID, hello.KX, hello.KXSig); err != nil {
+			fail(protocol.KindBadSig, err.Error())
+			return
+		}
+		kx, err := protocol.NewKX()
+		if err != nil {
+			fail(protocol.KindOther, err.Error())
+			return
+		}
+		status.KX = kx.Public()
+		status.KXSig = protocol.SignMasterKX(m.id, hello.ID, hello.KX, status.KX)
+		if macKey, err = kx.MACKey(hello.KX, hello.ID, hello.KX, status.KX); err != nil {
+			fail(protocol.KindBadSig, err.Error())
+			return
+		}
+	}
+	if err := f.Write(status); err != nil {
+		log.Debug("send key status", zap.Error(err))
+		conn.CloseWithError(0, "")
+		return
+	}
+	if dec.Status != protocol.KeyAccepted {
+		log.Info("agent key not accepted", zap.String("status", dec.Status),
+			zap.String("finger", protocol.Fingerprint(pub)))
+		// Let the agent read its status before the connection goes.
+		stream.Close()
+		select {
+		case <-conn.Context().Done():
+		case <-time.After(2 * time.Second):
+		case <-ctx.Done():
+		}
+		conn.CloseWithError(quic.ApplicationErrorCode(protocol.KindNotAccepted), dec.Status)
+		return
+	}
+	s := &session{
+		id: hello.ID, pub: pub, mac: macKey, rets: m.agentReturners(log, hello.Returners), conn: conn, stream: stream, f: f,
+		out: make(chan []byte, sendQueue), done: make(chan struct{}),
+		log: log, since: time.Now(),
+	}
+	if hello.Grains != nil {
+		m.minions.setGrains(hello.ID, hello.Grains)
+	}
+	if old := m.minions.attach(s); old != nil {
+		old.close(protocol.KindOther, "replaced by a new connection")
+	}
+	log.Info("agent connected")
+	stamp := event.Stamp(time.Now())
+	startData := map[string]any{
+		"id": hello.ID, "cmd": "_minion_event", "pretag": nil,
+		"data": "Minion " + hello.ID + " started at " + time.Now().Format(time.ANSIC),
+		"tag":  event.TagMinionStart(hello.ID), "_stamp": stamp,
+	}
+	m.bus.Publish(event.TagMinionStart(hello.ID), startData)
+	m.bus.Publish(event.TagMinionStartOld, map[string]any{
+		"id": hello.ID, "cmd": "_minion_event", "pretag": nil, "data": startData["data"],
+		"tag": event.TagMinionStartOld, "_stamp": stamp,
+	})
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		m.writeLoop(s)
+	}()
+	m.readLoop(ctx, s)
+	s.close(protocol.KindOther, "")
+	wg.Wait()
+	m.minions.detach(s)
+	log.Info("agent disconnected")
+}
+
+func (m *Master) maxFrame() int {
+	if v, ok := m.cfg.Raw["max_frame"].(int); ok && v > 0 {
+		return v
+	}
+	return protocol.DefaultMaxFrame
+}
+
+func (m *Master) writeLoop(s *session) {
+	for {
+		select {
+		case <-s.done:
+			return
+		case b := <-s.out:
+			s.stream.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			_, err := s.stream.Write(b)
+			s.sendMu.Lock()
+			s.queued--
+			s.sendMu.Unlock()
+			if err != nil {
+				s.log.Debug("send to agent", zap.Error(err))
+				s.close(protocol.KindOther, "")
+				return
+			}
+			if ce := s.log.Check(zap.DebugLevel, "sent"); ce != nil {
+				ce.Write(zap.Stringer("msg", protocol.Type(b[4])), zap.Int("bytes", len(b)))
+			}
+		}
+	}
+}
+
+func (m *Master) readLoop(ctx context.Context, s *session) {
+	for {
+		msg, err := s.f.Read()
+		if err != nil {
+			select {
+			case <-s.done:
+				return
+			default:
+			}
+			if k := protocol.KindOf(err); k != protocol.KindOther {
+				s.close(k, err.Error())
+			} else {
+				s.log.Debug("agent read", zap.Error(err))
+			}
+			return
+		}
+		if ce := s.log.Check(zap.DebugLevel, "recv"); ce != nil {
+			ce.Write(zap.Stringer("msg", msg.Type()))
+		}
+		if err := m.handle(ctx, s, msg); err != nil {
+			s.close(protocol.KindOf(err), err.Error())
+			return
+		}
+	}
+}
+
+// handle processes one message of an accepted agent. An error drops it.
+func (m *Master) handle(ctx context.Context, s *session, msg protocol.Message) error {
+	switch msg := msg.(type) {
+	case *protocol.Return:
+		pub, ok := m.keys.AcceptedKey(s.id)
+		if !ok {
+			return protocol.Errorf(protocol.KindNotAccepted, "key of %s is no longer accepted", s.id)
+		}
+		b, err := msg.OpenWith(pub, s.mac, s.id)
+		if err != nil {
+			return err
+		}
+		if err := m.handleReturn(b, msg.Body, s.rets); err != nil {
+			// Not acked: the agent keeps it and sends it again on its
+			// next connection.
+			return protocol.Errorf(protocol.KindOther, "return not stored: %v", err)
+		}
+		s.ack(msg.Seq)
+	case *protocol.Event:
+		pub, ok := m.keys.AcceptedKey(s.id)
+		if !ok {
+			return protocol.Errorf(protocol.KindNotAccepted, "key of %s is no longer accepted", s.id)
+		}
+		b, err := msg.OpenWith(pub, s.mac, s.id)
+		if err != nil {
+			return err
+		}
+		if event.ReservedForMaster(b.Tag) {
+			// Refused and logged, but not a reason to drop the agent.
+			// Acked all the same: sent again, it would be refused again.
+			s.log.Warn("agent sent an event under a tag reserved for the master", zap.String("tag", b.Tag))
+			s.ack(msg.Seq)
+			return nil
+		}
+		data := b.Data
+		if data == nil {
+			data = map[string]any{}
+		}
+		m.bus.Publish(b.Tag, map[string]any{"id": s.id, "tag": b.Tag, "data": data, "_stamp": b.Stamp})
+		s.ack(msg.Seq)
+	case *protocol.Grains:
+		m.minions.setGrains(s.id, msg.Grains)
+	case *protocol.Ping:
+		if b, err := protocol.Encode(&protocol.Pong{Seq: msg.Seq}); err == nil {
+			s.send(b)
+		}
+	case *protocol.Pong:
+	case *protocol.Error:
+		s.log.Info("agent closing", zap.Stringer("kind", msg.Kind), zap.String("msg", msg.Msg))
+		return protocol.Errorf(protocol.KindOther, "agent closed")
+	default:
+		return protocol.Errorf(protocol.KindUnexpected, "agent may not send %s", msg.Type())
+	}
+	return nil
+}
+
+// handleReturn stores a verified return (encoded is its CBOR, as it
+// arrived) and fires its event once it is on disk. A return the job cache
+// already held (an agent's outbox replayed after a reconnect) fires
+// nothing: its event and returners ran the first time. A return that could
+// not be stored is announced all the same, and the error returned so that
+// it is not acknowledged. agentRets are the returners of the agent's
+// return: option.
+func (m *Master) handleReturn(b *protocol.ReturnBody, encoded []byte, agentRets []string) error {
+	isNew, err := m.cache.SaveReturnNew(b, encoded)
+	if err != nil {
+		m.log.Error("save return", zap.String("jid", b.JID), zap.String("id", b.ID), zap.Error(err))
+	} else if !isNew {
+		if ce := m.log.Check(zap.DebugLevel, "duplicate return ignored"); ce != nil {
+			ce.Write(zap.String("jid", b.JID), zap.String("id", b.ID))
+		}
+		return nil
+	}
+	m.returned(b, agentRets)
+	data := b.Map()
+	if b.Stamp == "" {
+		data["_stamp"] = event.Stamp(time.Now())
+	}
+	data["cmd"] = "_return"
+	m.bus.Publish(event.TagJobRet(b.JID, b.ID), data)
+	return err
+}

@@ -1,0 +1,383 @@
+package jobcache
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"go.uber.org/zap"
+
+	"github.com/halite-fleet/halite/protocol"
+)
+
+// ErrNotFound is returned for a job the cache does not hold.
+var ErrNotFound = errors.New("job not found")
+
+var (
+	bucketLoads   = []byte("loads")
+	bucketReturns = []byte("returns")
+)
+
+// maxGroup is the most returns one commit carries.
+const maxGroup = 4096
+
+// purgeChunk is the most keys one CleanOld transaction deletes, so a large
+// purge does not hold the writer for long or build one huge transaction.
+const purgeChunk = 10000
+
+// Load is a job as the master published it: Salt's job load.
+type Load struct {
+	JID       string         `cbor:"1,keyasint"`
+	Tgt       string         `cbor:"2,keyasint"`
+	TgtType   string         `cbor:"3,keyasint"`
+	Fun       string         `cbor:"4,keyasint"`
+	Arg       []any          `cbor:"5,keyasint,omitempty"`
+	Kwarg     map[string]any `cbor:"6,keyasint,omitempty"`
+	Minions   []string       `cbor:"7,keyasint,omitempty"` // ids expected to return
+	User      string         `cbor:"8,keyasint,omitempty"`
+	Ret       string         `cbor:"9,keyasint,omitempty"` // returners named with --return
+	StartTime time.Time      `cbor:"10,keyasint"`
+	RetConfig string         `cbor:"11,keyasint,omitempty"` // --return_config
+	RetKwargs map[string]any `cbor:"12,keyasint,omitempty"` // --return_kwargs
+}
+
+// Cache is the job cache. Its methods are safe for concurrent use.
+type Cache struct {
+	db  *bolt.DB
+	log *zap.Logger
+
+	gmu   sync.Mutex
+	queue []*pendingReturn
+	busy  bool // a caller is committing a group
+
+	beforeCommit func(n int) // test hook: called before a group of n is committed
+}
+
+type pendingReturn struct {
+	key, val []byte
+	isNew    bool             // set by the commit that stored it
+	done     chan groupResult // buffered 1
+}
+
+type groupResult struct {
+	err   error
+	isNew bool // the return was not held before
+	lead  bool // commit the next group instead
+}
+
+// Open opens or creates the cache file at path (its directory is made 0700).
+// A file locked by another process is an error after one second.
+func Open(path string, log *zap.Logger) (*Cache, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("open job cache %s: %w", path, err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:      time.Second,
+		FreelistType: bolt.FreelistMapType,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open job cache %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketLoads, bucketReturns} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open job cache %s: %w", path, err)
+	}
+	return &Cache{db: db, log: log.Named("jobcache")}, nil
+}
+
+// Close closes the file, after any commit in progress.
+func (c *Cache) Close() error {
+	if err := c.db.Close(); err != nil {
+		return fmt.Errorf("close job cache: %w", err)
+	}
+	return nil
+}
+
+// SaveLoad records a job's load, replacing a load of the same jid.
+func (c *Cache) SaveLoad(l *Load) error {
+	if !protocol.IsJID(l.JID) {
+		return fmt.Errorf("save load: jid %q is not a 20-digit jid", l.JID)
+	}
+	b, err := protocol.Marshal(l)
+	if err != nil {
+		return fmt.Errorf("save load %s: %w", l.JID, err)
+	}
+	err = c.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketLoads).Put([]byte(l.JID), b)
+	})
+	if err != nil {
+		return fmt.Errorf("save load %s: %w", l.JID, err)
+	}
+	return nil
+}
+
+// SaveReturn records a return. It is idempotent on (jid, id): a return
+// already held is kept and the call succeeds, so a return delivered twice
+// (an agent's spool replayed after a reconnect) is stored once. It returns
+// when the return is durable on disk; concurrent calls share one commit.
+func (c *Cache) SaveReturn(r *protocol.ReturnBody) error {
+	return c.SaveReturnEncoded(r, nil)
+}
+
+// SaveReturnEncoded is SaveReturn for a return whose CBOR encoding the
+// caller already has (the body of the Return message it arrived in), which
+// is stored as it is instead of being encoded again. encoded must be the
+// encoding of r; nil means encode r.
+func (c *Cache) SaveReturnEncoded(r *protocol.ReturnBody, encoded []byte) error {
+	_, err := c.SaveReturnNew(r, encoded)
+	return err
+}
+
+// SaveReturnNew is SaveReturnEncoded that also tells whether the return
+// was new: false when a return of the same (jid, id) was already held (a
+// replay), which the caller should not announce again.
+func (c *Cache) SaveReturnNew(r *protocol.ReturnBody, encoded []byte) (bool, error) {
+	if !protocol.IsJID(r.JID) {
+		return false, fmt.Errorf("save return: jid %q is not a 20-digit jid", r.JID)
+	}
+	if err := protocol.ValidID(r.ID); err != nil {
+		return false, fmt.Errorf("save return %s: %w", r.JID, err)
+	}
+	val := encoded
+	if val == nil {
+		var err error
+		if val, err = protocol.Marshal(r); err != nil {
+			return false, fmt.Errorf("save return %s/%s: %w", r.JID, r.ID, err)
+		}
+	}
+	p := &pendingReturn{key: returnKey(r.JID, r.ID), val: val, done: make(chan groupResult, 1)}
+
+	c.gmu.Lock()
+	c.queue = append(c.queue, p)
+	if c.busy {
+		c.gmu.Unlock()
+		res := <-p.done
+		if !res.lead {
+			return res.isNew, wrapReturnErr(r, res.err)
+		}
+	} else {
+		c.busy = true
+		c.gmu.Unlock()
+	}
+	// This caller leads: it commits what is queued, itself included.
+	c.gmu.Lock()
+	n := min(len(c.queue), maxGroup)
+	group := c.queue[:n:n]
+	c.queue = c.queue[n:]
+	c.gmu.Unlock()
+
+	c.commitGroup(group)
+
+	c.gmu.Lock()
+	if len(c.queue) > 0 {
+		next := c.queue[0]
+		c.gmu.Unlock()
+		next.done <- groupResult{lead: true}
+	} else {
+		c.busy = false
+		c.queue = nil
+		c.gmu.Unlock()
+	}
+	res := <-p.done
+	return res.isNew, wrapReturnErr(r, res.err)
+}
+
+func wrapReturnErr(r *protocol.ReturnBody, err error) error {
+	if err != nil {
+		return fmt.Errorf("save return %s/%s: %w", r.JID, r.ID, err)
+	}
+	return nil
+}
+
+// commitGroup writes the group in one transaction and tells each member the
+// outcome. If the transaction fails, each member is retried alone, so one bad
+// return does not fail the others.
+func (c *Cache) commitGroup(group []*pendingReturn) {
+	put := func(ps []*pendingReturn) error {
+		return c.db.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketReturns)
+			for _, p := range ps {
+				// A group retried member by member starts over.
+				p.isNew = false
+			}
+			for _, p := range ps {
+				if b.Get(p.key) != nil {
+					continue
+				}
+				if err := b.Put(p.key, p.val); err != nil {
+					return err
+				}
+				p.isNew = true
+			}
+			return nil
+		})
+	}
+	if c.beforeCommit != nil {
+		c.beforeCommit(len(group))
+	}
+	err := put(group)
+	if err == nil || len(group) == 1 {
+		for _, p := range group {
+			p.done <- groupResult{err: err, isNew: err == nil && p.isNew}
+		}
+		return
+	}
+	for _, p := range group {
+		err := put([]*pendingReturn{p})
+		p.done <- groupResult{err: err, isNew: err == nil && p.isNew}
+	}
+}
+
+func returnKey(jid, id string) []byte {
+	k := make([]byte, 0, len(jid)+1+len(id))
+	k = append(k, jid...)
+	k = append(k, '/')
+	return append(k, id...)
+}
+
+// GetLoad returns the load of jid, or ErrNotFound.
+func (c *Cache) GetLoad(jid string) (*Load, error) {
+	var l *Load
+	err := c.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketLoads).Get([]byte(jid))
+		if v == nil {
+			return ErrNotFound
+		}
+		var err error
+		l, err = decodeLoad(v)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get load %s: %w", jid, err)
+	}
+	return l, nil
+}
+
+func decodeLoad(v []byte) (*Load, error) {
+	l := new(Load)
+	if err := protocol.Unmarshal(v, l); err != nil {
+		return nil, err
+	}
+	// The time travels as float seconds with microseconds: round off the
+	// float's error.
+	l.StartTime = l.StartTime.Round(time.Microsecond).UTC()
+	return l, nil
+}
+
+// GetReturns returns the returns of jid by agent id; an empty map when there
+// are none (or no such job).
+func (c *Cache) GetReturns(jid string) (map[string]*protocol.ReturnBody, error) {
+	out := map[string]*protocol.ReturnBody{}
+	prefix := returnKey(jid, "")
+	err := c.db.View(func(tx *bolt.Tx) error {
+		cur := tx.Bucket(bucketReturns).Cursor()
+		for k, v := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = cur.Next() {
+			r := new(protocol.ReturnBody)
+			if err := protocol.Unmarshal(v, r); err != nil {
+				return fmt.Errorf("decode %s: %w", k, err)
+			}
+			out[string(k[len(prefix):])] = r
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get returns %s: %w", jid, err)
+	}
+	return out, nil
+}
+
+// ListJobs returns the loads of the jobs started at or after since (by jid),
+// newest first, at most limit of them (no limit when limit <= 0).
+func (c *Cache) ListJobs(since time.Time, limit int) ([]*Load, error) {
+	var from []byte
+	if !since.IsZero() {
+		from = []byte(JIDAt(since))
+	}
+	out := []*Load{}
+	err := c.db.View(func(tx *bolt.Tx) error {
+		cur := tx.Bucket(bucketLoads).Cursor()
+		for k, v := cur.Last(); k != nil; k, v = cur.Prev() {
+			if from != nil && bytes.Compare(k, from) < 0 {
+				break
+			}
+			l, err := decodeLoad(v)
+			if err != nil {
+				return fmt.Errorf("decode %s: %w", k, err)
+			}
+			out = append(out, l)
+			if limit > 0 && len(out) == limit {
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	return out, nil
+}
+
+// CleanOld purges the loads and returns of every job whose jid is older than
+// now-keepJobs, and returns how many jobs it purged (jids with a load or
+// returns). keepJobs <= 0 keeps everything, as Salt's keep_jobs: 0 does.
+func (c *Cache) CleanOld(keepJobs time.Duration, now time.Time) (int, error) {
+	if keepJobs <= 0 {
+		return 0, nil
+	}
+	cutoff := []byte(JIDAt(now.Add(-keepJobs)))
+	purged := map[string]struct{}{}
+	for _, bucket := range [][]byte{bucketLoads, bucketReturns} {
+		for {
+			more := false
+			err := c.db.Update(func(tx *bolt.Tx) error {
+				b := tx.Bucket(bucket)
+				cur := b.Cursor()
+				n := 0
+				for k, _ := cur.First(); k != nil && bytes.Compare(k, cutoff) < 0; k, _ = cur.First() {
+					if n == purgeChunk {
+						more = true
+						return nil
+					}
+					purged[string(k[:min(len(k), 20)])] = struct{}{}
+					if err := b.Delete(k); err != nil {
+						return err
+					}
+					n++
+				}
+				return nil
+			})
+			if err != nil {
+				return len(purged), fmt.Errorf("clean job cache: %w", err)
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	if len(purged) > 0 {
+		c.log.Info("purged old jobs", zap.Int("jobs", len(purged)), zap.String("before", string(cutoff)))
+	}
+	return len(purged), nil
+}
+
+// JIDAt returns the jid of time t: Salt's %Y%m%d%H%M%S%f, in UTC.
+func JIDAt(t time.Time) string {
+	t = t.UTC()
+	return t.Format("20060102150405") + fmt.Sprintf("%06d", t.Nanosecond()/1000)
+}

@@ -1,0 +1,42 @@
+// Package keys is the master's key store: which agent ids may connect, with
+// which ed25519 key, as salt-key manages them. It sits under master/, between
+// the listener (which calls Check with the key an agent proved in its TLS
+// handshake, and AcceptedKey on every message) and the operator's halite-key
+// commands (List, Accept, Reject, Delete, Finger), which reach it through the
+// master's local socket. The master is the only writer.
+//
+// On disk it keeps Salt's layout under the master's pki_dir, so a Salt user
+// finds the keys where salt-key puts them:
+//
+//	pki_dir/minions/<id>           accepted
+//	pki_dir/minions_pre/<id>       pending (unaccepted)
+//	pki_dir/minions_rejected/<id>  rejected
+//	pki_dir/minions_denied/<id>    denied: a key presented for an id that
+//	                               already has an accepted or pending key
+//
+// Each file holds the agent's PEM "PUBLIC KEY" (protocol.EncodePublicKey),
+// mode 0644, in 0700 directories. Files are written to a temporary file in
+// the same directory and renamed into place; moves between states are
+// renames; the directory is synced after each change. Everything is loaded
+// into memory at Open and served from there.
+//
+// The rules of Check are those of Salt 3006 (salt/channel/server.py _auth):
+//
+//   - an id with a rejected key stays rejected, whatever key it presents;
+//   - an accepted id presenting its key is accepted; presenting another key
+//     it is denied, the new key is written to minions_denied and the accepted
+//     key is kept;
+//   - a pending id is moved to rejected when autoreject_file matches it;
+//     presenting another key it is denied (the pending key is kept); with
+//     auto_accept or an autosign_file match it is accepted; else it stays
+//     pending;
+//   - an unknown id is written to minions_rejected when autoreject_file
+//     matches it, to minions when auto_accept is set or autosign_file matches
+//     it, and to minions_pre otherwise.
+//
+// autosign_file and autoreject_file hold one expression per line ('#' starts
+// a comment line) matched as Salt's expr_match does: exact, then a shell glob,
+// then a regular expression anchored at both ends. A file that others (or the
+// group) may write is ignored with a warning, as Salt does. Files are re-read
+// when they change.
+package keys

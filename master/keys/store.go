@@ -1,0 +1,507 @@
+package keys
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/halite-fleet/halite/protocol"
+	"github.com/halite-fleet/halite/targets"
+)
+
+// Directory names under pki_dir, as Salt names them. They are also the keys
+// of List and Finger, Salt's JSON shape for salt-key --out json.
+const (
+	DirAccepted = "minions"
+	DirPending  = "minions_pre"
+	DirRejected = "minions_rejected"
+	DirDenied   = "minions_denied"
+)
+
+// Acts of a Decision and a Change: the "act" field of Salt's salt/auth and
+// salt/key events.
+const (
+	ActAccept = "accept"
+	ActPend   = "pend"
+	ActReject = "reject"
+	ActDenied = "denied"
+	ActDelete = "delete"
+)
+
+// state indexes the four key states.
+type state int
+
+const (
+	accepted state = iota
+	pending
+	rejected
+	denied
+	numStates
+)
+
+var (
+	stateDirs  = [numStates]string{DirAccepted, DirPending, DirRejected, DirDenied}
+	stateNames = [numStates]string{protocol.KeyAccepted, protocol.KeyPending, protocol.KeyRejected, protocol.KeyDenied}
+)
+
+// Options configure a Store with the master's options of the same names.
+type Options struct {
+	AutoAccept     bool   // auto_accept
+	AutosignFile   string // autosign_file; "" for none
+	AutorejectFile string // autoreject_file; "" for none
+	Log            *zap.Logger
+	// OnChange, when set, is called after each change made by Accept, Reject
+	// or Delete (one call per id and state left), in order, outside the
+	// store's lock: what Salt announces as salt/key events. Changes made by
+	// Check are reported by its Decision instead (salt/auth).
+	OnChange func(Change)
+}
+
+// Decision is the outcome of Check.
+type Decision struct {
+	Status  string // protocol.KeyAccepted, KeyPending, KeyRejected or KeyDenied
+	Act     string // salt/auth act: ActAccept, ActPend, ActReject or ActDenied
+	Changed bool   // the store was changed (a key written or moved)
+}
+
+// Change is one change made by an operator's command.
+type Change struct {
+	ID   string
+	Act  string // ActAccept, ActReject or ActDelete
+	From string // state the key left (protocol.Key*)
+	To   string // state the key entered; "" when deleted
+}
+
+// Store is the master's key store. Its methods are safe for concurrent use.
+type Store struct {
+	dir        string
+	opts       Options
+	log        *zap.Logger
+	autosign   *signingFile
+	autoreject *signingFile
+
+	mu   sync.RWMutex
+	keys [numStates]map[string]ed25519.PublicKey // a nil key: a file that did not parse
+}
+
+// Open loads the key store under pkiDir, making its directories if needed.
+func Open(pkiDir string, opts Options) (*Store, error) {
+	log := opts.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	log = log.Named("keys")
+	s := &Store{
+		dir:        pkiDir,
+		opts:       opts,
+		log:        log,
+		autosign:   newSigningFile(opts.AutosignFile, log),
+		autoreject: newSigningFile(opts.AutorejectFile, log),
+	}
+	if err := os.MkdirAll(pkiDir, 0o700); err != nil {
+		return nil, fmt.Errorf("open key store %s: %w", pkiDir, err)
+	}
+	for st := range numStates {
+		m, err := s.load(filepath.Join(pkiDir, stateDirs[st]))
+		if err != nil {
+			return nil, fmt.Errorf("open key store %s: %w", pkiDir, err)
+		}
+		s.keys[st] = m
+	}
+	return s, nil
+}
+
+func (s *Store) load(dir string) (map[string]ed25519.PublicKey, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]ed25519.PublicKey, len(ents))
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasPrefix(name, ".tmp-") {
+			// Left over by a write that did not finish.
+			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+				s.log.Warn("remove stale temporary file", zap.String("dir", dir), zap.String("file", name), zap.Error(err))
+			}
+			continue
+		}
+		if strings.HasPrefix(name, ".") || !e.Type().IsRegular() {
+			continue // as salt-key, which lists only plain, visible files
+		}
+		if err := protocol.ValidID(name); err != nil {
+			s.log.Warn("ignore key file with an invalid id", zap.String("dir", dir), zap.String("file", name), zap.Error(err))
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		pub, err := protocol.ParsePublicKey(b)
+		if err != nil {
+			// Keep the id with no key: it still holds its state (a rejected
+			// id stays rejected) and matches no key an agent presents.
+			s.log.Error("corrupt public key", zap.String("dir", dir), zap.String("id", name), zap.Error(err))
+			pub = nil
+		}
+		m[name] = pub
+	}
+	return m, nil
+}
+
+// AcceptedKey returns the accepted key of id. It reads memory only.
+func (s *Store) AcceptedKey(id string) (ed25519.PublicKey, bool) {
+	s.mu.RLock()
+	pub := s.keys[accepted][id]
+	s.mu.RUnlock()
+	return pub, pub != nil
+}
+
+// Check decides what to do with an agent that says Hello as id with the key
+// pub it proved in its TLS handshake, with Salt's rules (see the package
+// doc), and records the key where those rules say.
+func (s *Store) Check(id string, pub ed25519.PublicKey) (Decision, error) {
+	if err := protocol.ValidID(id); err != nil {
+		return Decision{}, fmt.Errorf("check key of %q: %w", id, err)
+	}
+	if len(pub) != ed25519.PublicKeySize {
+		return Decision{}, fmt.Errorf("check key of %s: public key has %d bytes, want %d", id, len(pub), ed25519.PublicKeySize)
+	}
+
+	// The hot path: an accepted agent reconnecting.
+	s.mu.RLock()
+	_, isRejected := s.keys[rejected][id]
+	acc := s.keys[accepted][id]
+	s.mu.RUnlock()
+	if !isRejected && acc != nil && acc.Equal(pub) {
+		return Decision{Status: protocol.KeyAccepted, Act: ActAccept}, nil
+	}
+
+	// Read the signing files outside the lock.
+	autoReject := s.autoreject.match(id)
+	autoSign := s.opts.AutoAccept || s.autosign.match(id)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.keys[rejected][id]; ok {
+		return Decision{Status: protocol.KeyRejected, Act: ActReject}, nil
+	}
+	if acc, ok := s.keys[accepted][id]; ok {
+		if acc != nil && acc.Equal(pub) {
+			return Decision{Status: protocol.KeyAccepted, Act: ActAccept}, nil
+		}
+		return s.deny(id, pub, "the public keys did not match")
+	}
+	if pend, ok := s.keys[pending][id]; ok {
+		switch {
+		case autoReject:
+			if err := s.move(id, pending, rejected); err != nil {
+				return Decision{}, err
+			}
+			s.log.Info("pending public key rejected via autoreject_file", zap.String("id", id))
+			return Decision{Status: protocol.KeyRejected, Act: ActReject, Changed: true}, nil
+		case pend == nil || !pend.Equal(pub):
+			return s.deny(id, pub, "the public key in pending did not match")
+		case autoSign:
+			if err := s.move(id, pending, accepted); err != nil {
+				return Decision{}, err
+			}
+			s.log.Info("pending public key accepted via auto_accept or autosign_file", zap.String("id", id))
+			return Decision{Status: protocol.KeyAccepted, Act: ActAccept, Changed: true}, nil
+		default:
+			return Decision{Status: protocol.KeyPending, Act: ActPend}, nil
+		}
+	}
+	to, act := pending, ActPend
+	switch {
+	case autoReject:
+		to, act = rejected, ActReject
+	case autoSign:
+		to, act = accepted, ActAccept
+	}
+	if err := s.write(id, to, pub); err != nil {
+		return Decision{}, err
+	}
+	s.log.Info("new public key", zap.String("id", id), zap.String("state", stateNames[to]), zap.String("finger", protocol.Fingerprint(pub)))
+	return Decision{Status: stateNames[to], Act: act, Changed: true}, nil
+}
+
+// deny records pub as the denied key of id. s.mu is held. It logs an error
+// for a key it has not denied before, and only at debug level for the same
+// key again, so an agent retrying with a wrong key does not flood the log.
+func (s *Store) deny(id string, pub ed25519.PublicKey, why string) (Decision, error) {
+	d := Decision{Status: protocol.KeyDenied, Act: ActDenied}
+	fields := []zap.Field{zap.String("id", id), zap.String("finger", protocol.Fingerprint(pub))}
+	if old := s.keys[denied][id]; old != nil && old.Equal(pub) {
+		s.log.Debug("authentication attempt with a denied key", fields...)
+		return d, nil
+	}
+	if err := s.write(id, denied, pub); err != nil {
+		return Decision{}, err
+	}
+	s.log.Error("authentication attempt failed, "+why+"; this may be an attempt to compromise the fleet", fields...)
+	d.Changed = true
+	return d, nil
+}
+
+// List returns the ids in each state, keyed by directory name, each list
+// sorted as salt-key sorts (ignoring case) and never nil.
+func (s *Store) List() (map[string][]string, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(map[string][]string, numStates)
+	for st := range numStates {
+		ids := make([]string, 0, len(s.keys[st]))
+		for id := range s.keys[st] {
+			ids = append(ids, id)
+		}
+		sortIDs(ids)
+		out[stateDirs[st]] = ids
+	}
+	return out, nil
+}
+
+// Accept moves the keys of the ids that match glob from pending (and from
+// rejected and denied when asked) to accepted, replacing an accepted key of
+// the same id, like salt-key -a (with --include-rejected/--include-denied).
+// glob may be a comma-separated list of globs. It returns the ids accepted.
+func (s *Store) Accept(glob string, includeRejected, includeDenied bool) ([]string, error) {
+	from := []state{pending}
+	if includeRejected {
+		from = append(from, rejected)
+	}
+	if includeDenied {
+		from = append(from, denied)
+	}
+	return s.moveMatching(glob, from, accepted, ActAccept)
+}
+
+// Reject moves the keys of the ids that match glob from pending (and from
+// accepted and denied when asked) to rejected, like salt-key -r (with
+// --include-accepted/--include-denied). It returns the ids rejected.
+func (s *Store) Reject(glob string, includeAccepted, includeDenied bool) ([]string, error) {
+	from := []state{pending}
+	if includeAccepted {
+		from = append(from, accepted)
+	}
+	if includeDenied {
+		from = append(from, denied)
+	}
+	return s.moveMatching(glob, from, rejected, ActReject)
+}
+
+// Delete removes the keys of the ids that match glob, in every state, like
+// salt-key -d. A deleted accepted key is no longer returned by AcceptedKey
+// when Delete returns. It returns the ids deleted.
+func (s *Store) Delete(glob string) ([]string, error) {
+	return s.moveMatching(glob, []state{accepted, pending, rejected, denied}, numStates, ActDelete)
+}
+
+// moveMatching moves (or with to == numStates, deletes) the keys in the from
+// states whose ids match glob, in the order of from, as salt-key does.
+func (s *Store) moveMatching(glob string, from []state, to state, act string) ([]string, error) {
+	globs, err := splitGlobs(glob)
+	if err != nil {
+		return nil, err
+	}
+	var changes []Change
+	defer func() { s.notify(changes) }()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	done := []string{}
+	for _, st := range from {
+		for _, id := range matching(s.keys[st], globs) {
+			c := Change{ID: id, Act: act, From: stateNames[st]}
+			if to == numStates {
+				err = s.remove(id, st)
+			} else {
+				c.To = stateNames[to]
+				err = s.move(id, st, to)
+			}
+			if err != nil {
+				return done, err
+			}
+			s.log.Info("key "+act, zap.String("id", id), zap.String("from", c.From), zap.String("to", c.To))
+			changes = append(changes, c)
+			if !slices.Contains(done, id) {
+				done = append(done, id)
+			}
+		}
+	}
+	sortIDs(done)
+	return done, nil
+}
+
+func (s *Store) notify(changes []Change) {
+	if s.opts.OnChange == nil {
+		return
+	}
+	for _, c := range changes {
+		s.opts.OnChange(c)
+	}
+}
+
+// Finger returns the fingerprints of the keys whose ids match glob, by
+// directory name and id, like salt-key -f. States with no match are left
+// out; a key file that did not parse has an empty fingerprint.
+func (s *Store) Finger(glob string) (map[string]map[string]string, error) {
+	globs, err := splitGlobs(glob)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := map[string]map[string]string{}
+	for st := range numStates {
+		for _, id := range matching(s.keys[st], globs) {
+			m := out[stateDirs[st]]
+			if m == nil {
+				m = map[string]string{}
+				out[stateDirs[st]] = m
+			}
+			fp := ""
+			if pub := s.keys[st][id]; pub != nil {
+				fp = protocol.Fingerprint(pub)
+			}
+			m[id] = fp
+		}
+	}
+	return out, nil
+}
+
+// splitGlobs splits salt-key's comma-separated match expression.
+func splitGlobs(glob string) ([]string, error) {
+	var out []string
+	for g := range strings.SplitSeq(glob, ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			out = append(out, g)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("empty key match expression")
+	}
+	return out, nil
+}
+
+func matching(m map[string]ed25519.PublicKey, globs []string) []string {
+	var ids []string
+	for id := range m {
+		for _, g := range globs {
+			if targets.MatchGlob(g, id) {
+				ids = append(ids, id)
+				break
+			}
+		}
+	}
+	sortIDs(ids)
+	return ids
+}
+
+// sortIDs sorts as Salt's sorted_ignorecase, with byte order breaking ties.
+func sortIDs(ids []string) {
+	slices.SortFunc(ids, func(a, b string) int {
+		if c := strings.Compare(strings.ToLower(a), strings.ToLower(b)); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+}
+
+// Disk operations. s.mu is held for writing; memory changes only after the
+// disk did.
+
+func (s *Store) path(id string, st state) string {
+	return filepath.Join(s.dir, stateDirs[st], id)
+}
+
+func (s *Store) write(id string, st state, pub ed25519.PublicKey) error {
+	if err := writeAtomic(s.path(id, st), protocol.EncodePublicKey(pub)); err != nil {
+		return fmt.Errorf("write key %s: %w", id, err)
+	}
+	s.keys[st][id] = pub
+	return nil
+}
+
+func (s *Store) move(id string, from, to state) error {
+	if err := os.Rename(s.path(id, from), s.path(id, to)); err != nil {
+		return fmt.Errorf("move key %s to %s: %w", id, stateDirs[to], err)
+	}
+	if err := syncDir(filepath.Join(s.dir, stateDirs[to])); err != nil {
+		return fmt.Errorf("move key %s to %s: %w", id, stateDirs[to], err)
+	}
+	if err := syncDir(filepath.Join(s.dir, stateDirs[from])); err != nil {
+		return fmt.Errorf("move key %s to %s: %w", id, stateDirs[to], err)
+	}
+	s.keys[to][id] = s.keys[from][id]
+	delete(s.keys[from], id)
+	return nil
+}
+
+func (s *Store) remove(id string, st state) error {
+	// Forget it first: a deleted accepted key must stop working even if the
+	// disk fails us.
+	delete(s.keys[st], id)
+	if err := os.Remove(s.path(id, st)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("delete key %s: %w", id, err)
+	}
+	if err := syncDir(filepath.Join(s.dir, stateDirs[st])); err != nil {
+		return fmt.Errorf("delete key %s: %w", id, err)
+	}
+	return nil
+}
+
+func writeAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err = tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

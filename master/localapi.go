@@ -1,0 +1,287 @@
+package master
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/master/api"
+	"github.com/halite-fleet/halite/protocol"
+)
+
+// serveAPI accepts CLI connections on the local socket until ctx ends.
+func (m *Master) serveAPI(ctx context.Context, ln net.Listener) error {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		m.connWG.Add(1)
+		go func() {
+			defer m.connWG.Done()
+			defer c.Close()
+			m.serveRequest(ctx, c)
+		}()
+	}
+}
+
+// apiConn is one CLI request's connection. Responses are buffered; send
+// flushes, queue leaves the flush to a later send or flush, so a burst of
+// returns goes out in a few writes.
+type apiConn struct {
+	c  net.Conn
+	bw *bufio.Writer
+	f  *protocol.Framer
+}
+
+func newAPIConn(c net.Conn) *apiConn {
+	a := &apiConn{c: c, bw: bufio.NewWriterSize(c, 64<<10)}
+	a.f = protocol.NewFramer(struct {
+		io.Reader
+		io.Writer
+	}{c, a.bw}, api.MaxFrame)
+	return a
+}
+
+func (a *apiConn) queue(r *api.Response) error {
+	b, err := protocol.Marshal(r)
+	if err != nil {
+		return err
+	}
+	a.c.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	return a.f.WriteFrame(b)
+}
+
+func (a *apiConn) flush() error { return a.bw.Flush() }
+
+func (a *apiConn) send(r *api.Response) error {
+	if err := a.queue(r); err != nil {
+		return err
+	}
+	return a.flush()
+}
+
+func (a *apiConn) fail(err error) {
+	code := api.CodeOther
+	var re *api.RemoteError
+	if errors.As(err, &re) {
+		code = re.Code
+	}
+	a.send(&api.Response{Kind: api.KindError, Error: err.Error(), Code: code, Done: true})
+}
+
+func badRequest(format string, args ...any) error {
+	return &api.RemoteError{Code: api.CodeBadRequest, Msg: sprintf(format, args...)}
+}
+
+func (m *Master) serveRequest(ctx context.Context, c net.Conn) {
+	a := newAPIConn(c)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b, err := a.f.ReadFrame()
+	if err != nil {
+		m.log.Debug("api read", zap.Error(err))
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	req := new(api.Request)
+	if err := protocol.Unmarshal(b, req); err != nil {
+		a.fail(badRequest("malformed request: %v", err))
+		return
+	}
+	if ce := m.log.Check(zap.DebugLevel, "api request"); ce != nil {
+		ce.Write(zap.String("op", req.Op), zap.String("fun", req.Fun), zap.String("tgt", req.Tgt))
+	}
+	// A CLI that goes away cancels its request.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		var one [1]byte
+		c.Read(one[:])
+		cancel()
+	}()
+	switch req.Op {
+	case api.OpPublish:
+		m.servePublish(rctx, a, req)
+	case api.OpRunner:
+		if req.Fun == "state.event" {
+			m.serveEvents(rctx, a, req)
+			return
+		}
+		m.serveCall(rctx, a, req, "run", m.runRunner)
+	case api.OpWheel:
+		m.serveCall(rctx, a, req, "wheel", m.runWheel)
+	case api.OpEvents:
+		m.serveEvents(rctx, a, req)
+	default:
+		a.fail(badRequest("unknown operation %q", req.Op))
+	}
+}
+
+func (m *Master) servePublish(ctx context.Context, a *apiConn, req *api.Request) {
+	if req.Preview {
+		minions, err := m.expected(req.Tgt, req.TgtType, req.Delimiter)
+		if err != nil {
+			a.fail(err)
+			return
+		}
+		a.send(&api.Response{Kind: api.KindJob, Minions: minions, Done: true})
+		return
+	}
+	if req.Fun == "" {
+		a.fail(badRequest("no function given"))
+		return
+	}
+	jid := m.jids.Next()
+	var sub *event.Subscription
+	if !req.Async {
+		sub = m.bus.Subscribe("salt/job/"+jid+"/ret/*", 1<<16)
+		defer sub.Close()
+	}
+	p, err := m.publish(jid, req)
+	if err != nil {
+		a.fail(err)
+		return
+	}
+	if err := a.send(&api.Response{Kind: api.KindJob, JID: p.jid, Minions: p.minions, NotConnected: p.notConnected, Done: req.Async}); err != nil || req.Async {
+		return
+	}
+	waiting := make(map[string]bool, len(p.minions))
+	for _, id := range p.minions {
+		waiting[id] = true
+	}
+	timeout := time.Duration(req.Timeout * float64(time.Second))
+	if timeout <= 0 {
+		timeout = time.Duration(m.cfg.Timeout) * time.Second
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for len(waiting) > 0 {
+		select {
+		case ev := <-sub.C():
+			id, _ := ev.Data["id"].(string)
+			if !waiting[id] {
+				continue
+			}
+			delete(waiting, id)
+			if err := a.queue(&api.Response{Kind: api.KindReturn, JID: jid, Data: ev.Data}); err != nil {
+				return
+			}
+			if len(sub.C()) == 0 {
+				if err := a.flush(); err != nil {
+					return
+				}
+			}
+		case <-timer.C:
+			missing := make([]string, 0, len(waiting))
+			for _, id := range p.minions {
+				if waiting[id] {
+					missing = append(missing, id)
+				}
+			}
+			a.send(&api.Response{Kind: api.KindDone, JID: jid, Missing: missing, NotConnected: p.notConnected, Done: true})
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+	a.send(&api.Response{Kind: api.KindDone, JID: jid, Done: true})
+}
+
+// callFunc runs one runner or wheel function.
+type callFunc func(ctx context.Context, req *api.Request) (any, error)
+
+// serveCall runs a runner or wheel function, firing salt/<kind>/<jid>/new
+// and /ret around it as Salt does.
+func (m *Master) serveCall(ctx context.Context, a *apiConn, req *api.Request, kind string, fn callFunc) {
+	jid := m.jids.Next()
+	user := req.User
+	if user == "" {
+		user = "root"
+	}
+	arg := req.Arg
+	if arg == nil {
+		arg = []any{}
+	}
+	m.bus.Publish("salt/"+kind+"/"+jid+"/new", map[string]any{
+		"fun": kind + "." + req.Fun, "fun_args": arg, "jid": jid, "user": user,
+	})
+	res, err := safeCall(ctx, req, fn)
+	if err != nil && !isRemote(err) {
+		m.log.Error(kind+" function failed", zap.String("fun", req.Fun), zap.Error(err))
+	}
+	ret := map[string]any{"fun": kind + "." + req.Fun, "fun_args": arg, "jid": jid, "user": user, "success": err == nil}
+	if err != nil {
+		ret["return"] = err.Error()
+	} else {
+		ret["return"] = res
+	}
+	m.bus.Publish("salt/"+kind+"/"+jid+"/ret", ret)
+	if err != nil {
+		a.fail(err)
+		return
+	}
+	a.send(&api.Response{Kind: api.KindResult, JID: jid, Result: res, Done: true})
+}
+
+// serveEvents streams live events: state.event [tagmatch=GLOB] [count=N].
+func (m *Master) serveEvents(ctx context.Context, a *apiConn, req *api.Request) {
+	match := req.TagMatch
+	count := req.Count
+	if v, ok := req.Kwarg["tagmatch"]; ok {
+		match = sprintf("%v", v)
+	}
+	if v, ok := req.Kwarg["count"]; ok {
+		n, ok := toInt(v)
+		if !ok {
+			a.fail(badRequest("count must be a whole number, got %v", v))
+			return
+		}
+		count = n
+	}
+	if match == "" {
+		match = "*"
+	}
+	sub := m.bus.Subscribe(match, 4096)
+	defer sub.Close()
+	// An empty response tells the CLI the subscription is live.
+	if err := a.send(&api.Response{Kind: api.KindResult}); err != nil {
+		return
+	}
+	for n := 0; count <= 0 || n < count; n++ {
+		select {
+		case ev := <-sub.C():
+			if err := a.send(&api.Response{Kind: api.KindEvent, Tag: ev.Tag, Data: ev.Data}); err != nil {
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+	a.send(&api.Response{Kind: api.KindDone, Done: true})
+}
+
+// safeCall runs fn, turning a panic into an error so that one bad runner
+// call cannot take the master down.
+func safeCall(ctx context.Context, req *api.Request, fn callFunc) (res any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, fmt.Errorf("%s crashed: %v", req.Fun, p)
+		}
+	}()
+	return fn(ctx, req)
+}
+
+func isRemote(err error) bool {
+	var re *api.RemoteError
+	return errors.As(err, &re)
+}

@@ -1,0 +1,389 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/master/api"
+	"github.com/halite-fleet/halite/reactor"
+	"github.com/halite-fleet/halite/render"
+)
+
+// The master's reactor: the `reactor:` option's rules run local, runner and
+// wheel reactions; jobs it starts carry user "Reactor". It runs as one of
+// the master's services and offers the reactor.list, reactor.add and
+// reactor.delete runners.
+
+// ReactorUser is the user of every job, runner and wheel call the reactor
+// starts (Salt's event_user).
+const ReactorUser = "Reactor"
+
+// defaultReactorRefresh is reactor_refresh_interval's default, in seconds.
+const defaultReactorRefresh = 60
+
+func init() {
+	services = append(services, func(m *Master, ctx context.Context) error { return m.runReactor(ctx) })
+	runnerTables = append(runnerTables, reactorRunners)
+}
+
+// masterReactor is the master's reactor state (Master.reactor).
+type masterReactor struct {
+	engine atomic.Pointer[reactor.Engine]
+	confMu sync.Mutex
+	conf   string // config dir to reload the rules from, "" if unknown
+}
+
+// SetConfigDir tells the master where its configuration lives, so that the
+// reactor can reload its rules on SIGHUP and every
+// reactor_refresh_interval seconds. Call it before Run.
+func (m *Master) SetConfigDir(dir string) {
+	r := m.reactorState()
+	r.confMu.Lock()
+	r.conf = dir
+	r.confMu.Unlock()
+}
+
+func (m *Master) reactorState() *masterReactor { return &m.reactor }
+
+// ReactorEngine returns the master's reactor once Run started it.
+func (m *Master) ReactorEngine() *reactor.Engine { return m.reactor.engine.Load() }
+
+// reactorFuncs are the "salt" functions reactor templates may call: quick,
+// local and side-effect free, as Salt advises.
+func (m *Master) reactorFuncs() map[string]any {
+	return map[string]any{
+		"test.ping": func() bool { return true },
+		"test.echo": func(s any) any { return s },
+		// Reactor files have no pillar (Salt's docs); pillar.get gives the
+		// default.
+		"pillar.get": func(key string, def ...any) any { return first(def) },
+		"config.get": func(key string, def ...any) any {
+			if v, ok := m.cfg.Raw[key]; ok {
+				return v
+			}
+			return first(def)
+		},
+		"config.option": func(key string, def ...any) any {
+			if v, ok := m.cfg.Raw[key]; ok {
+				return v
+			}
+			return first(def)
+		},
+	}
+}
+
+func first(v []any) any {
+	if len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+func (m *Master) reactorRules(cfg *config.Master) []reactor.Rule {
+	rules, err := reactor.ParseConfig(cfg.Reactor)
+	if err != nil {
+		m.log.Error("reactor option ignored", zap.Error(err))
+		return nil
+	}
+	return rules
+}
+
+// runReactor runs the reactor engine until ctx ends.
+func (m *Master) runReactor(ctx context.Context) error {
+	st := m.reactorState()
+	defer st.engine.Store(nil)
+	maxDepth, _ := toInt(m.cfg.Raw["reactor_max_depth"])
+	e := reactor.New(reactor.Options{
+		Rules:    m.reactorRules(m.cfg),
+		Files:    reactor.Files{Roots: m.cfg.FileRoots},
+		Renderer: render.New(render.Options{Funcs: m.reactorFuncs()}),
+		Dispatch: m.dispatchReaction,
+		Types:    []string{reactor.TypeLocal, reactor.TypeRunner, reactor.TypeWheel},
+		Fire:     m.bus.Publish,
+		Workers:  m.cfg.ReactorWorkerThreads,
+		Queue:    m.cfg.ReactorWorkerHwm,
+		MaxDepth: maxDepth,
+		Log:      m.log.Named("reactor"),
+	})
+	st.engine.Store(e)
+	if n := len(e.Rules()); n > 0 {
+		m.log.Info("reactor running", zap.Int("rules", n), zap.Int("workers", m.cfg.ReactorWorkerThreads))
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		m.reloadReactorLoop(ctx, st, done)
+	}()
+	err := e.Run(ctx, m.bus)
+	close(done)
+	wg.Wait()
+	return err
+}
+
+// reloadReactorLoop rereads the reactor rules from the configuration on
+// SIGHUP and every reactor_refresh_interval seconds, when the config
+// directory is known.
+func (m *Master) reloadReactorLoop(ctx context.Context, st *masterReactor, done <-chan struct{}) {
+	st.confMu.Lock()
+	dir := st.conf
+	st.confMu.Unlock()
+	if dir == "" {
+		return
+	}
+	interval := defaultReactorRefresh
+	if n, ok := toInt(m.cfg.Raw["reactor_refresh_interval"]); ok && n > 0 {
+		interval = n
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	t := time.NewTicker(time.Duration(interval) * time.Second)
+	defer t.Stop()
+	last := fmt.Sprint(st.engine.Load().Rules())
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-done:
+			return
+		case <-hup:
+		case <-t.C:
+		}
+		cfg, err := config.LoadMaster(dir, func(config.Warning) {})
+		if err != nil {
+			m.log.Error("reactor reload: configuration unreadable, rules kept", zap.Error(err))
+			continue
+		}
+		rules := m.reactorRules(cfg)
+		if s := fmt.Sprint(rules); s != last {
+			st.engine.Load().SetRules(rules)
+			last = s
+			m.log.Info("reactor rules reloaded", zap.Int("rules", len(rules)))
+		}
+	}
+}
+
+// dispatchReaction runs one reaction as user Reactor and returns the job id
+// of the call it started.
+func (m *Master) dispatchReaction(ctx context.Context, r *reactor.Reaction) (string, error) {
+	switch r.Type {
+	case reactor.TypeLocal:
+		return m.reactLocal(ctx, r)
+	case reactor.TypeRunner:
+		fn, ok := m.runners()[r.Fun]
+		if !ok {
+			return "", fmt.Errorf("runner %s is not available", r.Fun)
+		}
+		return m.reactCall(ctx, "run", r, fn)
+	case reactor.TypeWheel:
+		fn, ok := m.wheel()[r.Fun]
+		if !ok {
+			return "", fmt.Errorf("wheel %s is not available", r.Fun)
+		}
+		return m.reactCall(ctx, "wheel", r, fn)
+	}
+	return "", fmt.Errorf("%s reactions do not run on the master", r.Type)
+}
+
+func (m *Master) reactLocal(ctx context.Context, r *reactor.Reaction) (string, error) {
+	req := &api.Request{
+		Op: api.OpPublish, Fun: r.Fun, Arg: r.Arg, Kwarg: r.Kwarg, Tgt: r.Tgt, TgtType: r.TgtType,
+		Ret: r.Ret, Timeout: r.Timeout, User: ReactorUser, Async: true,
+	}
+	if d, ok := r.Options["delimiter"].(string); ok {
+		req.Delimiter = d
+	}
+	if len(req.Kwarg) == 0 {
+		req.Kwarg = nil
+	}
+	if r.Batch != "" {
+		return m.reactBatch(ctx, r, req)
+	}
+	jid := m.jids.Next()
+	if _, err := m.publish(jid, req); err != nil {
+		return "", err
+	}
+	return jid, nil
+}
+
+// reactBatch runs a local reaction on its targets a batch at a time
+// (batch: N or N%), waiting for each batch's returns (or its timeout)
+// before the next, as salt --batch does.
+func (m *Master) reactBatch(ctx context.Context, r *reactor.Reaction, req *api.Request) (string, error) {
+	minions, err := m.expected(req.Tgt, req.TgtType, req.Delimiter)
+	if err != nil {
+		return "", err
+	}
+	size, err := batchSize(r.Batch, len(minions))
+	if err != nil {
+		return "", err
+	}
+	timeout := time.Duration(r.Timeout * float64(time.Second))
+	if timeout <= 0 {
+		timeout = time.Duration(m.cfg.Timeout) * time.Second
+	}
+	var firstJID string
+	for start := 0; start < len(minions); start += size {
+		end := min(start+size, len(minions))
+		b := *req
+		b.Tgt, b.TgtType = strings.Join(minions[start:end], ","), "list"
+		jid := m.jids.Next()
+		if firstJID == "" {
+			firstJID = jid
+		}
+		sub := m.bus.Subscribe("salt/job/"+jid+"/ret/*", end-start+16)
+		p, err := m.publish(jid, &b)
+		if err != nil {
+			sub.Close()
+			return firstJID, err
+		}
+		waiting := len(p.minions) - len(p.notConnected)
+		timer := time.NewTimer(timeout)
+		for waiting > 0 {
+			select {
+			case <-sub.C():
+				waiting--
+			case <-timer.C:
+				waiting = 0
+			case <-ctx.Done():
+				timer.Stop()
+				sub.Close()
+				return firstJID, ctx.Err()
+			}
+		}
+		timer.Stop()
+		sub.Close()
+	}
+	return firstJID, nil
+}
+
+func batchSize(spec string, n int) (int, error) {
+	s := strings.TrimSpace(spec)
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		f, err := strconv.ParseFloat(p, 64)
+		if err != nil || f <= 0 {
+			return 0, fmt.Errorf("batch %q: want a count or a percentage", spec)
+		}
+		return max(1, int(float64(n)*f/100)), nil
+	}
+	k, err := strconv.Atoi(s)
+	if err != nil || k <= 0 {
+		return 0, fmt.Errorf("batch %q: want a count or a percentage", spec)
+	}
+	return k, nil
+}
+
+// reactCall runs a runner or wheel function for the reactor, firing
+// salt/<kind>/<jid>/new and /ret as a CLI call does.
+func (m *Master) reactCall(ctx context.Context, kind string, r *reactor.Reaction, fn callFunc) (string, error) {
+	jid := m.jids.Next()
+	req := &api.Request{Fun: r.Fun, Arg: r.Arg, Kwarg: r.Kwarg, User: ReactorUser}
+	arg := r.Arg
+	if len(r.Kwarg) > 0 {
+		kw := map[string]any{"__kwarg__": true}
+		for k, v := range r.Kwarg {
+			kw[k] = v
+		}
+		arg = append(append([]any{}, arg...), kw)
+	}
+	m.bus.Publish("salt/"+kind+"/"+jid+"/new", map[string]any{
+		"fun": kind + "." + r.Fun, "fun_args": arg, "jid": jid, "user": ReactorUser,
+	})
+	res, err := safeCall(ctx, req, fn)
+	ret := map[string]any{"fun": kind + "." + r.Fun, "fun_args": arg, "jid": jid, "user": ReactorUser, "success": err == nil}
+	if err != nil {
+		ret["return"] = err.Error()
+	} else {
+		ret["return"] = res
+	}
+	m.bus.Publish("salt/"+kind+"/"+jid+"/ret", ret)
+	return jid, err
+}
+
+// reactorRunners are reactor.list, reactor.add and reactor.delete, as
+// Salt's reactor runner module.
+func reactorRunners(m *Master) map[string]callFunc {
+	engine := func() (*reactor.Engine, error) {
+		e := m.ReactorEngine()
+		if e == nil {
+			return nil, badRequest("the reactor is not running")
+		}
+		return e, nil
+	}
+	return map[string]callFunc{
+		"reactor.list": func(context.Context, *api.Request) (any, error) {
+			e, err := engine()
+			if err != nil {
+				return nil, err
+			}
+			out := []any{}
+			for _, r := range e.Rules() {
+				out = append(out, map[string]any{r.Tag: toAnyList(r.Files)})
+			}
+			return out, nil
+		},
+		"reactor.add": func(_ context.Context, req *api.Request) (any, error) {
+			e, err := engine()
+			if err != nil {
+				return nil, err
+			}
+			a := &args{req: req}
+			tag, err := a.str(0, "event", true)
+			if err != nil {
+				return nil, err
+			}
+			v, ok := a.get(1, "reactors")
+			if !ok {
+				return nil, badRequest("reactor.add: missing required argument \"reactors\"")
+			}
+			var files []string
+			switch v := v.(type) {
+			case string:
+				for _, f := range strings.Split(v, ",") {
+					if f = strings.TrimSpace(f); f != "" {
+						files = append(files, f)
+					}
+				}
+			case []any:
+				for _, f := range v {
+					files = append(files, fmt.Sprint(f))
+				}
+			default:
+				return nil, badRequest("reactor.add: reactors must be a file or a list of files, got %T", v)
+			}
+			if len(files) == 0 {
+				return nil, badRequest("reactor.add: no reactor files given")
+			}
+			e.Add(tag, files)
+			return map[string]any{"status": true, "comment": "Reactor added."}, nil
+		},
+		"reactor.delete": func(_ context.Context, req *api.Request) (any, error) {
+			e, err := engine()
+			if err != nil {
+				return nil, err
+			}
+			a := &args{req: req}
+			tag, err := a.str(0, "event", true)
+			if err != nil {
+				return nil, err
+			}
+			if !e.Delete(tag) {
+				return map[string]any{"status": false, "comment": "Reactor " + tag + " not found."}, nil
+			}
+			return map[string]any{"status": true, "comment": "Reactor deleted."}, nil
+		},
+	}
+}

@@ -1,0 +1,280 @@
+package master
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"strings"
+
+	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/master/api"
+	"github.com/halite-fleet/halite/protocol"
+	"github.com/halite-fleet/halite/targets"
+)
+
+func globOrEqual(pattern, s string) bool { return targets.MatchGlob(pattern, s) }
+
+// wheel are the master's wheel functions, by name: key management as
+// Salt's wheel key module.
+func (m *Master) wheel() map[string]callFunc {
+	return map[string]callFunc{
+		"key.list_all":   m.wheelListAll,
+		"key.list":       m.wheelList,
+		"key.accept":     m.wheelAccept,
+		"key.reject":     m.wheelReject,
+		"key.delete":     m.wheelDelete,
+		"key.finger":     m.wheelFinger,
+		"key.gen":        m.wheelGen,
+		"key.gen_accept": m.wheelGenAccept,
+		"key.finger_master": func(context.Context, *api.Request) (any, error) {
+			return map[string]any{"local": map[string]any{"master.pub": m.Fingerprint()}}, nil
+		},
+	}
+}
+
+func (m *Master) runWheel(ctx context.Context, req *api.Request) (any, error) {
+	fn, ok := m.wheel()[req.Fun]
+	if !ok {
+		return nil, badRequest("'%s' is not available.", req.Fun)
+	}
+	return fn(ctx, req)
+}
+
+func (m *Master) wheelListAll(context.Context, *api.Request) (any, error) {
+	all, err := m.keys.List()
+	if err != nil {
+		return nil, err
+	}
+	return stringLists(all), nil
+}
+
+// keyStates maps salt-key's state names and abbreviations to the store's.
+var keyStates = map[string]string{
+	"acc": "minions", "accepted": "minions",
+	"pre": "minions_pre", "un": "minions_pre", "unaccepted": "minions_pre", "pending": "minions_pre",
+	"rej": "minions_rejected", "rejected": "minions_rejected",
+	"den": "minions_denied", "denied": "minions_denied",
+}
+
+func (m *Master) wheelList(_ context.Context, req *api.Request) (any, error) {
+	a := &args{req: req}
+	state, err := a.str(0, "match", true)
+	if err != nil {
+		return nil, err
+	}
+	all, err := m.keys.List()
+	if err != nil {
+		return nil, err
+	}
+	if state == "all" {
+		return stringLists(all), nil
+	}
+	k, ok := keyStates[strings.ToLower(state)]
+	if !ok {
+		return nil, badRequest("key.list: unknown key state %q (accepted, pending, rejected, denied or all)", state)
+	}
+	return map[string]any{k: toAnyList(all[k])}, nil
+}
+
+func (m *Master) wheelAccept(_ context.Context, req *api.Request) (any, error) {
+	a := &args{req: req}
+	match, err := a.str(0, "match", true)
+	if err != nil {
+		return nil, err
+	}
+	inclRej, err := a.boolean(1, "include_rejected")
+	if err != nil {
+		return nil, err
+	}
+	inclDen, err := a.boolean(2, "include_denied")
+	if err != nil {
+		return nil, err
+	}
+	ids, err := m.keys.Accept(match, inclRej, inclDen)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		m.bus.Publish(event.TagKey, map[string]any{"id": id, "act": "accept"})
+		m.dropMinion(id, "accepted key replaced")
+	}
+	return map[string]any{"minions": toAnyList(ids)}, nil
+}
+
+func (m *Master) wheelReject(_ context.Context, req *api.Request) (any, error) {
+	a := &args{req: req}
+	match, err := a.str(0, "match", true)
+	if err != nil {
+		return nil, err
+	}
+	inclAcc, err := a.boolean(1, "include_accepted")
+	if err != nil {
+		return nil, err
+	}
+	inclDen, err := a.boolean(2, "include_denied")
+	if err != nil {
+		return nil, err
+	}
+	ids, err := m.keys.Reject(match, inclAcc, inclDen)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		m.bus.Publish(event.TagKey, map[string]any{"id": id, "act": "reject"})
+		m.dropMinion(id, "key rejected")
+	}
+	return map[string]any{"minions_rejected": toAnyList(ids)}, nil
+}
+
+func (m *Master) wheelDelete(_ context.Context, req *api.Request) (any, error) {
+	a := &args{req: req}
+	match, err := a.str(0, "match", true)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := m.deleteKeys(match)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"minions": toAnyList(ids)}, nil
+}
+
+func (m *Master) deleteKeys(match string) ([]string, error) {
+	ids, err := m.keys.Delete(match)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		m.bus.Publish(event.TagKey, map[string]any{"id": id, "act": "delete"})
+		m.dropMinion(id, "key deleted")
+		m.minions.forget(id)
+	}
+	return ids, nil
+}
+
+// dropMinion closes a minion's connection when the key it connected with
+// is no longer its accepted key.
+func (m *Master) dropMinion(id, why string) {
+	s := m.minions.session(id)
+	if s == nil {
+		return
+	}
+	if pub, ok := m.keys.AcceptedKey(id); ok && pub.Equal(s.pub) {
+		return
+	}
+	s.close(protocol.KindNotAccepted, why)
+}
+
+func (m *Master) wheelFinger(_ context.Context, req *api.Request) (any, error) {
+	a := &args{req: req}
+	match, err := a.str(0, "match", true)
+	if err != nil {
+		return nil, err
+	}
+	f, err := m.keys.Finger(match)
+	if err != nil {
+		return nil, fmt.Errorf("key.finger: %w", err)
+	}
+	out := make(map[string]any, len(f))
+	for state, ids := range f {
+		mm := make(map[string]any, len(ids))
+		for id, fp := range ids {
+			mm[id] = fp
+		}
+		out[state] = mm
+	}
+	return out, nil
+}
+
+func toAnyList(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func stringLists(all map[string][]string) map[string]any {
+	out := make(map[string]any, len(all))
+	for k, v := range all {
+		out[k] = toAnyList(v)
+	}
+	return out
+}
+
+// wheelGen makes a new agent key pair and returns it (Salt's key.gen):
+// {"pub": PEM, "priv": PEM}. The master keeps nothing.
+func (m *Master) wheelGen(context.Context, *api.Request) (any, error) {
+	id, err := protocol.GenerateIdentity()
+	if err != nil {
+		return nil, fmt.Errorf("key.gen: %w", err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(id.Priv)
+	if err != nil {
+		return nil, fmt.Errorf("key.gen: %w", err)
+	}
+	return map[string]any{
+		"pub":  string(protocol.EncodePublicKey(id.Pub)),
+		"priv": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
+	}, nil
+}
+
+// wheelGenAccept makes a key pair for agent id_, accepts its public key and
+// returns the pair (Salt's key.gen_accept id_ [force=False]). Without
+// force, an id that already has a key gets {} and nothing changes.
+func (m *Master) wheelGenAccept(ctx context.Context, req *api.Request) (any, error) {
+	a := &args{req: req}
+	id, err := a.str(0, "id_", false)
+	if err != nil {
+		return nil, err
+	}
+	if id == "" {
+		if id, err = a.str(-1, "id", true); err != nil {
+			return nil, err
+		}
+	}
+	if err := protocol.ValidID(id); err != nil || targets.HasGlobMeta(id) {
+		return nil, badRequest("key.gen_accept: %q is not a valid agent id", id)
+	}
+	force, err := a.boolean(2, "force")
+	if err != nil {
+		return nil, err
+	}
+	all, err := m.keys.List()
+	if err != nil {
+		return nil, err
+	}
+	for _, ids := range all {
+		for _, have := range ids {
+			if have != id {
+				continue
+			}
+			if !force {
+				return map[string]any{}, nil
+			}
+			if _, err := m.deleteKeys(id); err != nil {
+				return nil, err
+			}
+		}
+	}
+	pair, err := m.wheelGen(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := protocol.ParsePublicKey([]byte(pair.(map[string]any)["pub"].(string)))
+	if err != nil {
+		return nil, fmt.Errorf("key.gen_accept: %w", err)
+	}
+	if _, err := m.keys.Check(id, pub); err != nil {
+		return nil, fmt.Errorf("key.gen_accept: %w", err)
+	}
+	if _, err := m.keys.Accept(id, false, false); err != nil {
+		return nil, fmt.Errorf("key.gen_accept: %w", err)
+	}
+	if pk, ok := m.keys.AcceptedKey(id); !ok || !pk.Equal(pub) {
+		return nil, fmt.Errorf("key.gen_accept: the key of %s was not accepted", id)
+	}
+	m.bus.Publish(event.TagKey, map[string]any{"id": id, "act": "accept"})
+	return pair, nil
+}

@@ -1,0 +1,56 @@
+// Package protocol is Halite's wire protocol: the messages that masters,
+// relays and agents exchange, their CBOR encoding with hard limits, the
+// framing of messages on a QUIC stream, protocol versions, identities
+// (ed25519 keys, fingerprints, TLS certificates bound to them) and the
+// signatures that let a relay forward jobs and returns without being able to
+// forge them. It imports nothing of ours; everything else imports it.
+//
+// # Connection flow
+//
+// An agent (or a relay, which is an agent too) dials its master over QUIC
+// with TLS 1.3 and ALPN [ALPN]. Both sides present a self-signed certificate
+// whose key is their long-lived ed25519 identity key; each side learns the
+// other's public key from the handshake and names the peer by its
+// [Fingerprint]. The agent refuses a master whose fingerprint differs from
+// the one it pinned (master_finger, or the one recorded on first use).
+//
+// The agent opens one bidirectional stream and every message of the
+// connection travels on it, in frames (see [WriteFrame]):
+//
+//	agent                                   master
+//	  | Hello{id, version, caps, grains}  --> |  key looked up: accepted,
+//	  |                                       |  pending, rejected or denied
+//	  | <-- KeyStatus{status, master id}      |
+//	  |   (not accepted: the master closes the connection; the agent retries
+//	  |    with jittered backoff, acceptance_wait_time .. _max)
+//	  | <-- Job{payload, sig}                 |  signed by the master's key
+//	  | Return{payload, sig, seq}         --> |  signed by the agent's key
+//	  | <-- Ack{seq}                          |  stored: returns and events
+//	  |                                       |  up to seq may be forgotten
+//	  | Event{payload, sig, seq}          --> |  signed by the agent's key
+//	  | <-- Ack{seq}                          |  published
+//	  | Grains{grains}                    --> |  after saltutil.refresh_grains
+//	  | <-- Ping{seq} / Pong{seq} -->         |  either side, liveness
+//	  | <-- Error{kind, msg} -->              |  then the sender closes
+//
+// A Job, Return or Event carries its body as signed CBOR bytes, so a relay
+// can pass them on unchanged and the far end verifies the signature with the
+// key it holds for the claimed sender. A receiver refuses a signed body whose
+// id differs from the identity it knows the sender by.
+//
+// Delivery of returns and events is at least once: the agent keeps each in
+// an on-disk outbox under a per-agent increasing seq, sends what is not
+// acknowledged again on every new connection, and forgets it only when the
+// master's cumulative [Ack] covers its seq (seq 0 asks for no ack; a master
+// older than [CapAck] sends none, and the agent forgets an item once
+// written). The master stores returns idempotently on (jid, id) and fires a
+// return's event only the first time, so a replay does not repeat it.
+// Seq lies outside the signature: a relay could alter it, or forge acks,
+// and at worst make the agent forget an item early; relays will need acks
+// of their own for their upstream hop.
+//
+// Versions have two levels: the ALPN string changes only on a breaking
+// change (peers that do not share it cannot connect), and [CapabilityVersion]
+// grows for every compatible addition; each side sends its own in Hello and
+// KeyStatus and uses the smaller of the two.
+package protocol

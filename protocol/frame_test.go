@@ -1,0 +1,254 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"testing"
+	"testing/iotest"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// rw joins a reader and a writer into the io.ReadWriter a Framer wants.
+type rw struct {
+	io.Reader
+	io.Writer
+}
+
+func header(n uint32) []byte { return binary.BigEndian.AppendUint32(nil, n) }
+
+// headerOnly serves a frame header and fails the test if anything past it
+// is read: a Framer must refuse an oversized frame from its header alone.
+type headerOnly struct {
+	t    *testing.T
+	hdr  []byte
+	done bool
+}
+
+func (h *headerOnly) Read(p []byte) (int, error) {
+	if h.done {
+		h.t.Errorf("frame body read after an oversized header")
+		return 0, errors.New("body read")
+	}
+	h.done = true
+	return copy(p, h.hdr), nil
+}
+
+func TestFrameRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	f := NewFramer(&buf, 0)
+	msgs := []Message{
+		&Hello{ID: "web01", Version: "1", Caps: CapabilityVersion},
+		&KeyStatus{Status: KeyAccepted, Caps: 1},
+		&Ping{Seq: 7},
+		&Grains{Grains: map[string]any{"big": string(bytes.Repeat([]byte("x"), 300<<10))}},
+		&Pong{Seq: 7},
+	}
+	for _, m := range msgs {
+		if err := f.Write(m); err != nil {
+			t.Fatalf("Write(%T): %v", m, err)
+		}
+	}
+	// Read back through a reader that returns short reads, so a body is
+	// assembled from many pieces.
+	r := NewFramer(rw{iotest.HalfReader(&buf), io.Discard}, 0)
+	for _, want := range msgs {
+		got, err := r.Read()
+		if err != nil {
+			t.Fatalf("Read: %v", err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Read differs (-want +got):\n%s", diff)
+		}
+	}
+	if _, err := r.ReadFrame(); err != io.EOF {
+		t.Errorf("ReadFrame at end: got %v, want io.EOF", err)
+	}
+}
+
+func TestFrameLimit(t *testing.T) {
+	const limit = 4 << 10
+	t.Run("read over limit", func(t *testing.T) {
+		for _, n := range []uint32{limit + 1, DefaultMaxFrame + 1, 1<<32 - 1} {
+			f := NewFramer(rw{&headerOnly{t: t, hdr: header(n)}, io.Discard}, limit)
+			_, err := f.ReadFrame()
+			wantKind(t, err, KindTooLarge)
+		}
+	})
+	t.Run("read at limit", func(t *testing.T) {
+		body := append([]byte{byte(TypePing)}, make([]byte, limit-1)...)
+		f := NewFramer(rw{bytes.NewReader(append(header(limit), body...)), io.Discard}, limit)
+		got, err := f.ReadFrame()
+		if err != nil {
+			t.Fatalf("ReadFrame: %v", err)
+		}
+		if !bytes.Equal(got, body) {
+			t.Errorf("ReadFrame: got %d bytes, want the %d written", len(got), len(body))
+		}
+	})
+	t.Run("write over limit", func(t *testing.T) {
+		var buf bytes.Buffer
+		f := NewFramer(&buf, limit)
+		wantKind(t, f.WriteFrame(make([]byte, limit+1)), KindTooLarge)
+		if buf.Len() != 0 {
+			t.Errorf("WriteFrame over the limit wrote %d bytes, want 0", buf.Len())
+		}
+		if err := f.WriteFrame(make([]byte, limit)); err != nil {
+			t.Errorf("WriteFrame at the limit: got %v, want success", err)
+		}
+	})
+	t.Run("smallest limit", func(t *testing.T) {
+		// A limit under MinMaxFrameLimit is raised to it.
+		var buf bytes.Buffer
+		f := NewFramer(&buf, 10)
+		if err := f.WriteFrame(make([]byte, MinMaxFrameLimit)); err != nil {
+			t.Errorf("WriteFrame(%d) with limit 10: got %v, want success", MinMaxFrameLimit, err)
+		}
+		wantKind(t, f.WriteFrame(make([]byte, MinMaxFrameLimit+1)), KindTooLarge)
+	})
+}
+
+// TestFrameAnnouncedNotSent checks that a frame announced at the limit but
+// never sent does not make the reader allocate the announced size.
+func TestFrameAnnouncedNotSent(t *testing.T) {
+	in := append(header(DefaultMaxFrame), 1, 2, 3)
+	var before, after runtime.MemStats
+	const runs = 10
+	runtime.ReadMemStats(&before)
+	for range runs {
+		f := NewFramer(rw{bytes.NewReader(in), io.Discard}, 0)
+		if _, err := f.ReadFrame(); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("ReadFrame: got %v, want io.ErrUnexpectedEOF", err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > 256<<10 {
+		t.Errorf("ReadFrame of a truncated %d-byte frame allocated %d bytes, want at most 256 KiB", DefaultMaxFrame, per)
+	}
+}
+
+func TestFrameReadErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in      []byte
+		kind    Kind
+		wantErr error
+	}{
+		{"empty frame", header(0), KindMalformed, nil},
+		{"clean end", nil, KindOther, io.EOF},
+		{"truncated header", []byte{0, 0}, KindOther, io.ErrUnexpectedEOF},
+		{"truncated body", append(header(10), 1, 2, 3), KindOther, io.ErrUnexpectedEOF},
+		{"header then nothing", header(10), KindOther, io.ErrUnexpectedEOF},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := NewFramer(rw{bytes.NewReader(tc.in), io.Discard}, 0)
+			b, err := f.ReadFrame()
+			if err == nil {
+				t.Fatalf("ReadFrame = %x, want error", b)
+			}
+			if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Errorf("ReadFrame: got %v, want %v", err, tc.wantErr)
+			}
+			if got := KindOf(err); got != tc.kind {
+				t.Errorf("ReadFrame: got kind %v (%v), want %v", got, err, tc.kind)
+			}
+		})
+	}
+	var buf bytes.Buffer
+	wantKind(t, NewFramer(&buf, 0).WriteFrame(nil), KindMalformed)
+}
+
+// TestFrameUnknownType checks that an unknown message type is a typed error
+// and that the stream stays in step: the next frame reads fine.
+func TestFrameUnknownType(t *testing.T) {
+	var buf bytes.Buffer
+	f := NewFramer(&buf, 0)
+	if err := f.WriteFrame([]byte{99, 0xa0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Write(&Ping{Seq: 3}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.Read()
+	wantKind(t, err, KindUnknownType)
+	m, err := f.Read()
+	if err != nil {
+		t.Fatalf("Read after unknown type: %v", err)
+	}
+	if diff := cmp.Diff(&Ping{Seq: 3}, m); diff != "" {
+		t.Errorf("Read after unknown type (-want +got):\n%s", diff)
+	}
+}
+
+// choppyWriter stores what is written, a few bytes at a time with a yield
+// between, so that unsynchronised writers would interleave.
+type choppyWriter struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (w *choppyWriter) Write(p []byte) (int, error) {
+	for i := 0; i < len(p); i += 3 {
+		w.mu.Lock()
+		w.buf.Write(p[i:min(i+3, len(p))])
+		w.mu.Unlock()
+		runtime.Gosched()
+	}
+	return len(p), nil
+}
+
+func TestFrameConcurrentWriters(t *testing.T) {
+	const writers, frames = 8, 200
+	w := &choppyWriter{}
+	f := NewFramer(rw{eofReader{}, w}, 0)
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for i := range writers {
+		wg.Go(func() {
+			for j := range frames {
+				body := fmt.Appendf(nil, "writer %d frame %d %s", i, j, bytes.Repeat([]byte{byte('a' + i)}, j))
+				if err := f.WriteFrame(body); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("WriteFrame: %v", err)
+	}
+	r := NewFramer(rw{&w.buf, io.Discard}, 0)
+	next := make([]int, writers)
+	for range writers * frames {
+		b, err := r.ReadFrame()
+		if err != nil {
+			t.Fatalf("ReadFrame: %v", err)
+		}
+		var i, j int
+		var fill string
+		if _, err := fmt.Sscanf(string(b), "writer %d frame %d %s", &i, &j, &fill); err != nil && j != 0 {
+			t.Fatalf("frame %q does not parse: %v", b, err)
+		}
+		if i < 0 || i >= writers || j != next[i] {
+			t.Fatalf("frame %q: got writer %d frame %d, want frame %d of that writer", b[:min(len(b), 40)], i, j, next[i])
+		}
+		if want := string(bytes.Repeat([]byte{byte('a' + i)}, j)); fill != want {
+			t.Fatalf("frame %d of writer %d is mixed with another: got %q", j, i, fill)
+		}
+		next[i]++
+	}
+	if _, err := r.ReadFrame(); err != io.EOF {
+		t.Errorf("ReadFrame after all frames: got %v, want io.EOF", err)
+	}
+}
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }

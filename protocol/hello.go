@@ -1,0 +1,43 @@
+package protocol
+
+// MaxIDLen is the longest agent id accepted.
+const MaxIDLen = 255
+
+// Hello is the first message of a connection, agent to master: the id the
+// agent claims (its key comes from the TLS handshake), its version and
+// capability number, and its grains so the master can match targets.
+type Hello struct {
+	ID      string         `cbor:"1,keyasint"`
+	Version string         `cbor:"2,keyasint"`
+	Caps    uint32         `cbor:"3,keyasint"`
+	Grains  map[string]any `cbor:"4,keyasint,omitempty"`
+	Relay   bool           `cbor:"5,keyasint,omitempty"` // the agent is a relay
+	// KX is the agent's ephemeral X25519 public key and KXSig its
+	// signature (SignAgentKX), to agree a session MAC key (see KX).
+	KX    []byte `cbor:"6,keyasint,omitempty"`
+	KXSig []byte `cbor:"7,keyasint,omitempty"`
+	// Returners are the agent's `return:` option: returners the master
+	// also sends every return of this agent to (capability 3).
+	Returners []string `cbor:"8,keyasint,omitempty"`
+}
+
+func (*Hello) Type() Type { return TypeHello }
+
+func (h *Hello) validate() error { return ValidID(h.ID) }
+
+// ValidID checks an agent id: 1..MaxIDLen bytes, no control characters, no
+// '/' (ids appear in event tags and file names), and not "." or "..".
+func ValidID(id string) error {
+	if id == "" || len(id) > MaxIDLen {
+		return Errorf(KindMalformed, "id must be 1 to %d bytes, got %d", MaxIDLen, len(id))
+	}
+	if id == "." || id == ".." {
+		return Errorf(KindMalformed, "id %q is not allowed", id)
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x20 || c == 0x7f || c == '/' || c == '\\' {
+			return Errorf(KindMalformed, "id %q has a forbidden character at byte %d", id, i)
+		}
+	}
+	return nil
+}

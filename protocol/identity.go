@@ -1,0 +1,255 @@
+package protocol
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Identity is a peer's long-lived ed25519 key pair and the TLS certificate
+// bound to it.
+type Identity struct {
+	Priv ed25519.PrivateKey
+	Pub  ed25519.PublicKey
+	cert tls.Certificate
+}
+
+// NewIdentity returns an identity for an existing private key.
+func NewIdentity(priv ed25519.PrivateKey) (*Identity, error) {
+	id := &Identity{Priv: priv, Pub: priv.Public().(ed25519.PublicKey)}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "halite " + Fingerprint(id.Pub)},
+		NotBefore:    time.Unix(0, 0),
+		NotAfter:     time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, id.Pub, priv)
+	if err != nil {
+		return nil, fmt.Errorf("make certificate: %w", err)
+	}
+	id.cert = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: priv}
+	return id, nil
+}
+
+// GenerateIdentity makes a new random identity (tests, simulators).
+func GenerateIdentity() (*Identity, error) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate key: %w", err)
+	}
+	return NewIdentity(priv)
+}
+
+// LoadOrCreateIdentity reads dir/name.pem, or makes a new key pair and writes
+// dir/name.pem (mode 0600) and dir/name.pub. created says which happened.
+func LoadOrCreateIdentity(dir, name string) (id *Identity, created bool, err error) {
+	privPath := filepath.Join(dir, name+".pem")
+	b, err := os.ReadFile(privPath)
+	switch {
+	case err == nil:
+		blk, _ := pem.Decode(b)
+		if blk == nil || blk.Type != "PRIVATE KEY" {
+			return nil, false, fmt.Errorf("read key %s: no PRIVATE KEY block", privPath)
+		}
+		k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+		if err != nil {
+			return nil, false, fmt.Errorf("read key %s: %w", privPath, err)
+		}
+		priv, ok := k.(ed25519.PrivateKey)
+		if !ok {
+			return nil, false, fmt.Errorf("read key %s: not an ed25519 key", privPath)
+		}
+		id, err := NewIdentity(priv)
+		return id, false, err
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, false, fmt.Errorf("read key: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, false, fmt.Errorf("make key dir: %w", err)
+	}
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, false, fmt.Errorf("generate key: %w", err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return nil, false, fmt.Errorf("encode key: %w", err)
+	}
+	if err := writeFileAtomic(privPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		return nil, false, err
+	}
+	pub := priv.Public().(ed25519.PublicKey)
+	if err := writeFileAtomic(filepath.Join(dir, name+".pub"), EncodePublicKey(pub), 0o644); err != nil {
+		return nil, false, err
+	}
+	id, err = NewIdentity(priv)
+	return id, true, err
+}
+
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// EncodePublicKey returns pub as a PEM "PUBLIC KEY" block.
+func EncodePublicKey(pub ed25519.PublicKey) []byte {
+	der, _ := x509.MarshalPKIXPublicKey(pub) // cannot fail for an ed25519 key
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+}
+
+// ParsePublicKey reads a PEM "PUBLIC KEY" block holding an ed25519 key.
+func ParsePublicKey(b []byte) (ed25519.PublicKey, error) {
+	blk, _ := pem.Decode(bytes.TrimSpace(b))
+	if blk == nil || blk.Type != "PUBLIC KEY" {
+		return nil, errors.New("no PUBLIC KEY block")
+	}
+	k, err := x509.ParsePKIXPublicKey(blk.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parse public key: %w", err)
+	}
+	pub, ok := k.(ed25519.PublicKey)
+	if !ok {
+		return nil, errors.New("not an ed25519 public key")
+	}
+	return pub, nil
+}
+
+// Fingerprint names a public key: the SHA-256 of its 32 bytes as
+// colon-separated hex pairs, as salt-key prints fingerprints.
+func Fingerprint(pub ed25519.PublicKey) string {
+	sum := sha256.Sum256(pub)
+	h := hex.EncodeToString(sum[:])
+	out := make([]byte, 0, len(h)+len(h)/2)
+	for i := 0; i < len(h); i += 2 {
+		if i > 0 {
+			out = append(out, ':')
+		}
+		out = append(out, h[i], h[i+1])
+	}
+	return string(out)
+}
+
+// SameFingerprint compares two fingerprints, ignoring case and colons.
+func SameFingerprint(a, b string) bool {
+	norm := func(s string) string {
+		out := make([]byte, 0, len(s))
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if c == ':' {
+				continue
+			}
+			if 'A' <= c && c <= 'F' {
+				c += 'a' - 'A'
+			}
+			out = append(out, c)
+		}
+		return string(out)
+	}
+	return norm(a) == norm(b)
+}
+
+// ServerTLS is the TLS configuration of a listener: TLS 1.3, Halite's ALPN,
+// and a client certificate required (any key; the application decides what
+// to do with it).
+func (id *Identity) ServerTLS() *tls.Config {
+	return &tls.Config{
+		MinVersion:            tls.VersionTLS13,
+		Certificates:          []tls.Certificate{id.cert},
+		NextProtos:            []string{ALPN},
+		ClientAuth:            tls.RequireAnyClientCert,
+		VerifyPeerCertificate: verifyEd25519Cert(nil),
+	}
+}
+
+// ClientTLS is the TLS configuration of a dialer. pin is called with the
+// server's public key during the handshake; an error from it aborts the
+// connection.
+func (id *Identity) ClientTLS(pin func(ed25519.PublicKey) error) *tls.Config {
+	return &tls.Config{
+		MinVersion:            tls.VersionTLS13,
+		Certificates:          []tls.Certificate{id.cert},
+		NextProtos:            []string{ALPN},
+		InsecureSkipVerify:    true, // the peer is verified by key, in VerifyPeerCertificate
+		VerifyPeerCertificate: verifyEd25519Cert(pin),
+		ServerName:            "halite",
+	}
+}
+
+func verifyEd25519Cert(pin func(ed25519.PublicKey) error) func([][]byte, [][]*x509.Certificate) error {
+	return func(raw [][]byte, _ [][]*x509.Certificate) error {
+		pub, err := certKey(raw)
+		if err != nil {
+			return err
+		}
+		if pin != nil {
+			return pin(pub)
+		}
+		return nil
+	}
+}
+
+func certKey(raw [][]byte) (ed25519.PublicKey, error) {
+	if len(raw) != 1 {
+		return nil, fmt.Errorf("peer sent %d certificates, want 1", len(raw))
+	}
+	c, err := x509.ParseCertificate(raw[0])
+	if err != nil {
+		return nil, fmt.Errorf("parse peer certificate: %w", err)
+	}
+	pub, ok := c.PublicKey.(ed25519.PublicKey)
+	if !ok {
+		return nil, errors.New("peer certificate key is not ed25519")
+	}
+	if err := c.CheckSignature(c.SignatureAlgorithm, c.RawTBSCertificate, c.Signature); err != nil {
+		return nil, fmt.Errorf("peer certificate is not self-signed by its key: %w", err)
+	}
+	return pub, nil
+}
+
+// PeerKey returns the ed25519 key of the peer of a finished handshake.
+func PeerKey(cs tls.ConnectionState) (ed25519.PublicKey, error) {
+	if len(cs.PeerCertificates) != 1 {
+		return nil, fmt.Errorf("peer presented %d certificates, want 1", len(cs.PeerCertificates))
+	}
+	pub, ok := cs.PeerCertificates[0].PublicKey.(ed25519.PublicKey)
+	if !ok {
+		return nil, errors.New("peer key is not ed25519")
+	}
+	return pub, nil
+}

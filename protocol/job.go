@@ -1,0 +1,62 @@
+package protocol
+
+import "crypto/ed25519"
+
+// Job is a job signed by the master that issued it, master to agent (through
+// any relay, unchanged).
+type Job struct{ Signed }
+
+func (*Job) Type() Type { return TypeJob }
+
+// JobBody is what the master signs: Salt's publish load.
+type JobBody struct {
+	JID     string         `cbor:"1,keyasint"`
+	Tgt     string         `cbor:"2,keyasint"`
+	TgtType string         `cbor:"3,keyasint"`
+	Fun     string         `cbor:"4,keyasint"`
+	Arg     []any          `cbor:"5,keyasint,omitempty"`
+	Kwarg   map[string]any `cbor:"6,keyasint,omitempty"`
+	User    string         `cbor:"7,keyasint,omitempty"`
+	Timeout uint32         `cbor:"8,keyasint,omitempty"` // seconds the agent may run it; 0: no limit
+	Ret     string         `cbor:"9,keyasint,omitempty"` // returners named with --return
+	Master  string         `cbor:"10,keyasint,omitempty"`
+	// Delimiter is the grain/pillar key delimiter of the target (--delimiter).
+	Delimiter string `cbor:"11,keyasint,omitempty"`
+}
+
+// SignJob encodes and signs b with the master's key.
+func SignJob(key ed25519.PrivateKey, b *JobBody) (*Job, error) {
+	s, err := seal(key, domainJob, b)
+	if err != nil {
+		return nil, err
+	}
+	return &Job{s}, nil
+}
+
+// Open verifies the job with the master's public key and decodes its body.
+func (j *Job) Open(master ed25519.PublicKey) (*JobBody, error) {
+	b := new(JobBody)
+	if err := j.open(master, nil, domainJob, b); err != nil {
+		return nil, err
+	}
+	if !IsJID(b.JID) {
+		return nil, Errorf(KindMalformed, "job id %q is not a 20-digit jid", b.JID)
+	}
+	if b.Fun == "" {
+		return nil, Errorf(KindMalformed, "job %s has no function", b.JID)
+	}
+	return b, nil
+}
+
+// IsJID reports whether s is a Salt job id: 20 decimal digits.
+func IsJID(s string) bool {
+	if len(s) != 20 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

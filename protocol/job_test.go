@@ -1,0 +1,102 @@
+package protocol
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func testJobBody() *JobBody {
+	return &JobBody{
+		JID: "20261122120000123456", Tgt: "web*", TgtType: "glob", Fun: "cmd.run",
+		Arg:   []any{"uptime", int64(3), true},
+		Kwarg: map[string]any{"cwd": "/tmp", "env": map[string]any{"LANG": "C"}, "timeout": int64(30)},
+		User:  "root", Timeout: 60, Ret: "syslog", Master: "master1", Delimiter: ":",
+	}
+}
+
+func TestJobRoundTrip(t *testing.T) {
+	pub, priv := newKey(t)
+	for _, body := range []*JobBody{
+		testJobBody(),
+		{JID: "00000000000000000000", Tgt: "*", TgtType: "glob", Fun: "test.ping"},
+	} {
+		j, err := SignJob(priv, body)
+		if err != nil {
+			t.Fatalf("SignJob: %v", err)
+		}
+		b := roundTrip(t, j)
+		m, err := Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := m.(*Job).Open(pub)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		if diff := cmp.Diff(body, got); diff != "" {
+			t.Errorf("opened body differs (-want +got):\n%s", diff)
+		}
+	}
+}
+
+func TestJobOpenErrors(t *testing.T) {
+	pub, priv := newKey(t)
+	otherPub, _ := newKey(t)
+	sign := func(b *JobBody) *Job {
+		t.Helper()
+		j, err := SignJob(priv, b)
+		if err != nil {
+			t.Fatalf("SignJob: %v", err)
+		}
+		return j
+	}
+	good := sign(testJobBody())
+	noFun := testJobBody()
+	noFun.Fun = ""
+	for _, tc := range []struct {
+		name string
+		job  *Job
+		key  []byte
+		want Kind
+	}{
+		{"tampered body", &Job{Signed{Body: flipBit(good.Body, len(good.Body)-1), Sig: good.Sig}}, pub, KindBadSig},
+		{"tampered sig", &Job{Signed{Body: good.Body, Sig: flipBit(good.Sig, 0)}}, pub, KindBadSig},
+		{"short sig", &Job{Signed{Body: good.Body, Sig: good.Sig[:63]}}, pub, KindBadSig},
+		{"no sig", &Job{Signed{Body: good.Body}}, pub, KindBadSig},
+		{"wrong key", good, otherPub, KindBadSig},
+		{"no key", good, nil, KindBadSig},
+		{"short jid", sign(&JobBody{JID: "2026112212", Fun: "test.ping"}), pub, KindMalformed},
+		{"jid with letters", sign(&JobBody{JID: "2026112212000012345x", Fun: "test.ping"}), pub, KindMalformed},
+		{"no function", sign(noFun), pub, KindMalformed},
+		{"body not a map", sign(nil), pub, KindMalformed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := tc.job.Open(tc.key)
+			if err == nil {
+				t.Fatalf("Open = %+v, want error", b)
+			}
+			wantKind(t, err, tc.want)
+		})
+	}
+}
+
+func TestIsJID(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		want bool
+	}{
+		{"20261122120000123456", true},
+		{"00000000000000000000", true},
+		{"2026112212000012345", false},
+		{"202611221200001234567", false},
+		{"2026112212000012345a", false},
+		{"-2026112212000012345", false},
+		{"", false},
+		{"req", false},
+	} {
+		if got := IsJID(tc.s); got != tc.want {
+			t.Errorf("IsJID(%q): got %v, want %v", tc.s, got, tc.want)
+		}
+	}
+}

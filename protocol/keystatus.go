@@ -1,0 +1,31 @@
+package protocol
+
+// Key states, as salt-key names them.
+const (
+	KeyAccepted = "accepted"
+	KeyPending  = "pending"
+	KeyRejected = "rejected"
+	KeyDenied   = "denied"
+)
+
+// KeyStatus answers Hello, master to agent. Unless Status is KeyAccepted the
+// master closes the connection after it, and the agent tries again later.
+type KeyStatus struct {
+	Status   string `cbor:"1,keyasint"`
+	MasterID string `cbor:"2,keyasint,omitempty"`
+	Caps     uint32 `cbor:"3,keyasint"`
+	// KX is the master's ephemeral X25519 public key and KXSig its
+	// signature (SignMasterKX), when the agent offered key agreement.
+	KX    []byte `cbor:"4,keyasint,omitempty"`
+	KXSig []byte `cbor:"5,keyasint,omitempty"`
+}
+
+func (*KeyStatus) Type() Type { return TypeKeyStatus }
+
+func (k *KeyStatus) validate() error {
+	switch k.Status {
+	case KeyAccepted, KeyPending, KeyRejected, KeyDenied:
+		return nil
+	}
+	return Errorf(KindMalformed, "unknown key status %q", k.Status)
+}

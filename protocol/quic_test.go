@@ -1,0 +1,141 @@
+package protocol
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/quic-go/quic-go"
+)
+
+// listenQUIC listens on a loopback UDP port with Halite's configurations.
+// It owns the quic.Transport (quic.ListenAddr would make one of its own)
+// so that the test's cleanup closes it and every goroutine it started at
+// once, rather than after closed connections time out.
+func listenQUIC(t *testing.T, id *Identity) *quic.Listener {
+	t.Helper()
+	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatalf("listen udp: %v", err)
+	}
+	tr := &quic.Transport{Conn: udp}
+	t.Cleanup(func() {
+		tr.Close()
+		udp.Close()
+	})
+	ln, err := tr.Listen(id.ServerTLS(), QUICConfig())
+	if err != nil {
+		t.Fatalf("listen quic: %v", err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+// TestQUICHello runs the start of a real connection on loopback: QUIC with
+// Halite's TLS and QUIC configurations, one stream, Hello and KeyStatus.
+func TestQUICHello(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	master, err := GenerateIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, err := GenerateIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := listenQUIC(t, master)
+
+	hello := &Hello{ID: "web01", Version: "1.0", Caps: CapabilityVersion, Grains: map[string]any{"os": "Debian"}}
+	type result struct {
+		hello Message
+		key   ed25519.PublicKey
+		err   error
+	}
+	served := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() { served <- r }()
+		conn, err := ln.Accept(ctx)
+		if err != nil {
+			r.err = err
+			return
+		}
+		if r.key, err = PeerKey(conn.ConnectionState().TLS); err != nil {
+			r.err = err
+			return
+		}
+		st, err := conn.AcceptStream(ctx)
+		if err != nil {
+			r.err = err
+			return
+		}
+		f := NewFramer(st, 0)
+		if r.hello, r.err = f.Read(); r.err != nil {
+			return
+		}
+		r.err = f.Write(&KeyStatus{Status: KeyAccepted, MasterID: "master1", Caps: CapabilityVersion})
+		// Stay until the agent has read the answer and closed.
+		<-conn.Context().Done()
+	}()
+
+	var pinned ed25519.PublicKey
+	conn, err := quic.DialAddr(ctx, ln.Addr().String(), agent.ClientTLS(func(k ed25519.PublicKey) error {
+		pinned = k
+		return nil
+	}), QUICConfig())
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	if got := conn.ConnectionState().TLS.NegotiatedProtocol; got != ALPN {
+		t.Errorf("ALPN: got %q, want %q", got, ALPN)
+	}
+	if !pinned.Equal(master.Pub) {
+		t.Errorf("pin saw %s, want the master's %s", Fingerprint(pinned), Fingerprint(master.Pub))
+	}
+	st, err := conn.OpenStreamSync(ctx)
+	if err != nil {
+		t.Fatalf("open stream: %v", err)
+	}
+	f := NewFramer(st, 0)
+	if err := f.Write(hello); err != nil {
+		t.Fatalf("write hello: %v", err)
+	}
+	got, err := f.Read()
+	if err != nil {
+		t.Fatalf("read key status: %v", err)
+	}
+	if diff := cmp.Diff(&KeyStatus{Status: KeyAccepted, MasterID: "master1", Caps: CapabilityVersion}, got); diff != "" {
+		t.Errorf("key status (-want +got):\n%s", diff)
+	}
+	conn.CloseWithError(0, "done")
+
+	r := <-served
+	if r.err != nil {
+		t.Fatalf("server: %v", r.err)
+	}
+	if diff := cmp.Diff(hello, r.hello); diff != "" {
+		t.Errorf("server read hello (-want +got):\n%s", diff)
+	}
+	if !r.key.Equal(agent.Pub) {
+		t.Errorf("server learnt key %s, want the agent's %s", Fingerprint(r.key), Fingerprint(agent.Pub))
+	}
+}
+
+func TestQUICPinRefuses(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	master, _ := GenerateIdentity()
+	agent, _ := GenerateIdentity()
+	ln := listenQUIC(t, master)
+	errPin := errors.New("not the pinned master")
+	conn, err := quic.DialAddr(ctx, ln.Addr().String(), agent.ClientTLS(func(ed25519.PublicKey) error { return errPin }), QUICConfig())
+	if err == nil {
+		conn.CloseWithError(0, "")
+		t.Fatalf("dial: got a connection, want the pin to refuse it")
+	}
+}

@@ -1,0 +1,67 @@
+package protocol
+
+import "testing"
+
+// TestSignatureDomains checks that a signature made for one kind of body
+// never verifies as another: a valid body of each kind is signed under each
+// domain and opened as its own kind, which succeeds only under its domain.
+func TestSignatureDomains(t *testing.T) {
+	pub, priv := newKey(t)
+	kinds := []struct {
+		name   string
+		domain string
+		body   any
+		open   func(Signed) error
+	}{
+		{"job", domainJob, testJobBody(), func(s Signed) error { _, err := (&Job{s}).Open(pub); return err }},
+		{"return", domainReturn, testReturnBody(), func(s Signed) error { _, err := (&Return{Signed: s}).Open(pub, "web01"); return err }},
+		{"event", domainEvent, testEventBody(), func(s Signed) error { _, err := (&Event{Signed: s}).Open(pub, "web01"); return err }},
+	}
+	for _, as := range kinds {
+		for _, made := range kinds {
+			s, err := seal(priv, made.domain, as.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = as.open(s)
+			if made.name == as.name {
+				if err != nil {
+					t.Errorf("%s body signed as %s, opened as %s: got %v, want success", as.name, made.name, as.name, err)
+				}
+				continue
+			}
+			if got := KindOf(err); got != KindBadSig {
+				t.Errorf("%s body signed as %s, opened as %s: got %v (kind %v), want kind %v", as.name, made.name, as.name, err, got, KindBadSig)
+			}
+		}
+	}
+}
+
+// TestSignedMessageSwap checks the message-level form of the same property: a
+// Return's payload and signature relabelled as an Event do not open.
+func TestSignedMessageSwap(t *testing.T) {
+	pub, priv := newKey(t)
+	ev := testEventBody()
+	// A return body that also decodes as a valid event would need shared
+	// field types; sign the event body under the return domain instead.
+	s, err := seal(priv, domainReturn, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Return{Signed: s}
+	b, err := Encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[0] = byte(TypeEvent)
+	m, err := Decode(b)
+	if err != nil {
+		t.Fatalf("Decode(relabelled frame): %v", err)
+	}
+	e, ok := m.(*Event)
+	if !ok {
+		t.Fatalf("Decode(relabelled frame): got %T, want *Event", m)
+	}
+	_, err = e.Open(pub, ev.ID)
+	wantKind(t, err, KindBadSig)
+}

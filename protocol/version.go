@@ -1,0 +1,23 @@
+package protocol
+
+// ALPN is the TLS application protocol of Halite's QUIC connections. It
+// changes only when a peer of the previous version could not talk to this one.
+const ALPN = "halite/1"
+
+// CapabilityVersion is a number that grows by one for every compatible
+// change of the protocol; peers tell each other theirs and use the smaller.
+//
+// History:
+//
+//	1: 2026-11-22: Hello, KeyStatus, Job, Return, Event, Grains, Ping, Pong, Error.
+//	2: 2026-11-22: session MAC keys (Hello.KX, KeyStatus.KX); returns and
+//	   events may carry an HMAC tag instead of an ed25519 signature.
+//	3: 2026-11-22: Hello.Returners (the agent's return: option).
+//	4: 2026-11-23: Ack; Return.Seq and Event.Seq: the master acknowledges
+//	   the returns and events it stored, and the agent keeps them on disk
+//	   until then.
+const CapabilityVersion = 4
+
+// CapAck is the first CapabilityVersion whose masters send Ack: an agent
+// talking to an older master drops an item from its outbox once written.
+const CapAck = 4

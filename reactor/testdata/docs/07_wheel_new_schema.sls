@@ -1,0 +1,4 @@
+remove_key:
+  wheel.key.delete:
+    - args:
+      - match: {{ data['id'] }}

@@ -1,0 +1,3 @@
+remove_key:
+  wheel.key.delete:
+    - match: {{ data['id'] }}

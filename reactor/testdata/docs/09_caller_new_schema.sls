@@ -1,0 +1,4 @@
+touch_file:
+  caller.file.touch:
+    - args:
+      - name: /tmp/foo

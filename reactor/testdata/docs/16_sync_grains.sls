@@ -1,0 +1,3 @@
+sync_grains:
+  local.saltutil.sync_grains:
+    - tgt: {{ data['id'] }}

@@ -1,0 +1,348 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/nikolalohinski/gonja/v2/builtins"
+	"github.com/nikolalohinski/gonja/v2/config"
+	"github.com/nikolalohinski/gonja/v2/exec"
+	"github.com/nikolalohinski/gonja/v2/loaders"
+
+	"github.com/halite-fleet/halite/render/sls"
+)
+
+// Error is a failed rendering, with file and line.
+type Error = sls.Error
+
+// Entry is one top-level ID of a rendered file.
+type Entry = sls.Entry
+
+const maxDepth = sls.MaxDepth
+
+// Options configure a Renderer.
+type Options struct {
+	// Funcs are the functions the "salt" object offers to templates, by
+	// Salt name ("pillar.get"); each is a Go func. Templates call them as
+	// salt['pillar.get']('k') or salt.pillar.get('k').
+	Funcs map[string]any
+}
+
+// Renderer renders SLS files. It is safe for concurrent use; parsed
+// templates are cached by file name and reparsed when the source changes.
+type Renderer struct {
+	env  *exec.Environment
+	cfg  *config.Config
+	salt map[string]any
+
+	mu    sync.RWMutex
+	cache map[string]*cached
+}
+
+type cached struct {
+	src string
+	tpl *exec.Template
+}
+
+// New returns a Renderer with its own Jinja environment: gonja's builtins
+// plus Salt's json, tojson, yaml, yaml_encode and yaml_dquote filters.
+func New(opts Options) *Renderer {
+	filters := exec.NewFilterSet(map[string]exec.FilterFunction{}).Update(builtins.Filters)
+	for name, f := range map[string]exec.FilterFunction{
+		"json":        filterJSON,
+		"tojson":      filterJSON,
+		"json_encode": filterJSON,
+		"yaml":        filterYAML,
+		"yaml_encode": filterYAML,
+		"yaml_dquote": filterYAMLDquote,
+	} {
+		filters.Replace(name, f)
+		if !filters.Exists(name) {
+			filters.Register(name, f)
+		}
+	}
+	ctx := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
+	r := &Renderer{
+		env: &exec.Environment{
+			Context:           ctx,
+			Filters:           filters,
+			Tests:             builtins.Tests,
+			ControlStructures: builtins.ControlStructures,
+			Methods:           builtins.Methods,
+		},
+		cfg:   config.New(),
+		salt:  saltObject(opts.Funcs),
+		cache: map[string]*cached{},
+	}
+	return r
+}
+
+// saltObject offers each function under its dotted name and under its
+// module, so both salt['mod.fun'] and salt.mod.fun work.
+func saltObject(funcs map[string]any) map[string]any {
+	out := make(map[string]any, 2*len(funcs))
+	for name, f := range funcs {
+		out[name] = f
+		mod, fun, ok := strings.Cut(name, ".")
+		if !ok {
+			continue
+		}
+		m, _ := out[mod].(map[string]any)
+		if m == nil {
+			m = map[string]any{}
+			out[mod] = m
+		}
+		m[fun] = f
+	}
+	return out
+}
+
+// Jinja renders src, the contents of the file called name, with vars (plus
+// "salt"). Includes and imports are read relative to the file's directory.
+func (r *Renderer) Jinja(name string, src []byte, vars map[string]any) (string, error) {
+	tpl, err := r.template(name, src)
+	if err != nil {
+		return "", err
+	}
+	data := make(map[string]any, len(vars)+1)
+	data["salt"] = r.salt
+	for k, v := range vars {
+		data[k] = v
+	}
+	out, err := tpl.ExecuteToString(exec.NewContext(data))
+	if err != nil {
+		return "", &Error{File: name, Line: jinjaErrLine(err), Stage: "jinja", Err: cleanErr(err)}
+	}
+	return out, nil
+}
+
+// SLS renders a reactor (or other) SLS file with Salt's reactor context,
+// tag and data, and reads the result into its top-level entries. It also
+// returns the rendered text, for debug logs.
+func (r *Renderer) SLS(name string, src []byte, tag string, data map[string]any) (string, []sls.Entry, error) {
+	text, err := r.Jinja(name, src, map[string]any{"tag": tag, "data": data})
+	if err != nil {
+		return "", nil, err
+	}
+	entries, err := sls.ParseYAML(name, text)
+	return text, entries, err
+}
+
+// Forget drops name's cached template.
+func (r *Renderer) Forget(name string) {
+	r.mu.Lock()
+	delete(r.cache, name)
+	r.mu.Unlock()
+}
+
+func (r *Renderer) template(name string, src []byte) (*exec.Template, error) {
+	r.mu.RLock()
+	c := r.cache[name]
+	r.mu.RUnlock()
+	if c != nil && c.src == string(src) {
+		return c.tpl, nil
+	}
+	dir := ""
+	if i := strings.LastIndexByte(name, '/'); i > 0 {
+		if fi, err := os.Stat(name[:i]); err == nil && fi.IsDir() {
+			dir = name[:i]
+		}
+	}
+	fsl, err := loaders.NewFileSystemLoader(dir)
+	if err != nil {
+		return nil, &Error{File: name, Stage: "jinja", Err: err}
+	}
+	id := "\x00" + name
+	l, err := loaders.NewShiftedLoader(id, bytes.NewReader(src), fsl)
+	if err != nil {
+		return nil, &Error{File: name, Stage: "jinja", Err: err}
+	}
+	tpl, err := parseTemplate(id, r.cfg, l, r.env)
+	if err != nil {
+		return nil, &Error{File: name, Line: jinjaErrLine(err), Stage: "jinja", Err: cleanErr(err)}
+	}
+	r.mu.Lock()
+	r.cache[name] = &cached{src: string(src), tpl: tpl}
+	r.mu.Unlock()
+	return tpl, nil
+}
+
+// parseTemplate turns a gonja panic on hostile input into an error.
+func parseTemplate(id string, cfg *config.Config, l loaders.Loader, env *exec.Environment) (tpl *exec.Template, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			tpl, err = nil, fmt.Errorf("template parser crashed: %v", p)
+		}
+	}()
+	return exec.NewTemplate(id, cfg, l, env)
+}
+
+var (
+	lineRe      = regexp.MustCompile(`(?i)\bline:? (\d+)`)
+	parseSrcRe  = regexp.MustCompile(`(?s)failed to parse template '.*': `)
+	shiftedIDRe = regexp.MustCompile("\x00[^ ']*")
+)
+
+func jinjaErrLine(err error) int {
+	best := 0
+	for _, m := range lineRe.FindAllStringSubmatch(err.Error(), -1) {
+		if n, _ := strconv.Atoi(m[1]); n > best {
+			best = n
+		}
+	}
+	return best
+}
+
+// cleanErr drops the template source gonja puts in its parse errors.
+func cleanErr(err error) error {
+	s := parseSrcRe.ReplaceAllString(err.Error(), "")
+	s = shiftedIDRe.ReplaceAllString(s, "template")
+	return fmt.Errorf("%s", s)
+}
+
+func filterJSON(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+	if in.IsError() {
+		return in
+	}
+	var b strings.Builder
+	if err := pyJSON(&b, in.Interface(), 0); err != nil {
+		return exec.AsValue(fmt.Errorf("json filter: %w", err))
+	}
+	return exec.AsSafeValue(b.String())
+}
+
+func filterYAML(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+	if in.IsError() {
+		return in
+	}
+	s, err := sls.MarshalFlowYAML(plain(in.Interface(), 0))
+	if err != nil {
+		return exec.AsValue(fmt.Errorf("yaml filter: %w", err))
+	}
+	return exec.AsSafeValue(s)
+}
+
+func filterYAMLDquote(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+	if in.IsError() {
+		return in
+	}
+	b, _ := json.Marshal(in.String())
+	return exec.AsSafeValue(string(b))
+}
+
+// plain turns gonja's values into plain Go maps, lists and scalars.
+func plain(v any, depth int) any {
+	if depth > maxDepth {
+		return nil
+	}
+	switch v := v.(type) {
+	case *exec.Value:
+		return plain(v.Interface(), depth+1)
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[k] = plain(x, depth+1)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = plain(x, depth+1)
+		}
+		return out
+	}
+	return v
+}
+
+// pyJSON writes v as Python's json.dumps(v, sort_keys=True) does, which is
+// what Salt's json filter gives: ", " and ": " separators, sorted keys.
+func pyJSON(b *strings.Builder, v any, depth int) error {
+	if depth > maxDepth {
+		return fmt.Errorf("nested deeper than %d", maxDepth)
+	}
+	switch v := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case *exec.Value:
+		return pyJSON(b, v.Interface(), depth+1)
+	case bool:
+		if v {
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
+		}
+	case string:
+		q, _ := json.Marshal(v)
+		b.Write(q)
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		fmt.Fprint(b, v)
+	case float32:
+		return pyJSON(b, float64(v), depth)
+	case float64:
+		switch {
+		case math.IsNaN(v):
+			b.WriteString("NaN")
+		case math.IsInf(v, 0):
+			if v > 0 {
+				b.WriteString("Infinity")
+			} else {
+				b.WriteString("-Infinity")
+			}
+		case v == math.Trunc(v) && math.Abs(v) < 1e16:
+			b.WriteString(strconv.FormatFloat(v, 'f', 1, 64))
+		default:
+			b.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			q, _ := json.Marshal(k)
+			b.Write(q)
+			b.WriteString(": ")
+			if err := pyJSON(b, v[k], depth+1); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	case []any:
+		b.WriteByte('[')
+		for i, x := range v {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			if err := pyJSON(b, x, depth+1); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case []string:
+		l := make([]any, len(v))
+		for i, s := range v {
+			l[i] = s
+		}
+		return pyJSON(b, l, depth)
+	default:
+		q, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		b.Write(q)
+	}
+	return nil
+}

@@ -1,0 +1,214 @@
+package sls
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Entry is one top-level ID of a rendered SLS file, in file order.
+type Entry struct {
+	ID    string
+	Line  int // 1-based line of the ID in the rendered text
+	Value any // decoded as map[string]any, []any, string, bool, int, float64 or nil
+}
+
+// Error is a failed rendering: the file, the line (0 if unknown) and why.
+type Error struct {
+	File  string
+	Line  int
+	Stage string // "jinja" or "yaml"
+	Err   error
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("render %s line %d (%s): %v", e.File, e.Line, e.Stage, e.Err)
+	}
+	return fmt.Sprintf("render %s (%s): %v", e.File, e.Stage, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ParseYAML reads rendered SLS text into its top-level entries, in order.
+// Empty text (or only comments) gives no entries and no error, as Salt
+// ignores an empty rendering. Plain scalars are read as PyYAML reads them
+// (YAML 1.1): yes/no/on/off are booleans.
+func ParseYAML(name, text string) ([]Entry, error) {
+	dec := yaml.NewDecoder(strings.NewReader(text))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, &Error{File: name, Line: yamlErrLine(err), Stage: "yaml", Err: err}
+	}
+	if len(doc.Content) == 0 {
+		return nil, nil
+	}
+	root := doc.Content[0]
+	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		return nil, nil
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, &Error{File: name, Line: root.Line, Stage: "yaml", Err: fmt.Errorf("expected a mapping of IDs at the top, got %s", kindName(root))}
+	}
+	out := make([]Entry, 0, len(root.Content)/2)
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		val, err := decodeNode(v, 0)
+		if err != nil {
+			return nil, &Error{File: name, Line: v.Line, Stage: "yaml", Err: err}
+		}
+		out = append(out, Entry{ID: k.Value, Line: k.Line, Value: val})
+	}
+	return out, nil
+}
+
+// MaxDepth is how deeply rendered data may nest.
+const MaxDepth = 64
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return "a scalar"
+	}
+	return "something else"
+}
+
+func decodeNode(n *yaml.Node, depth int) (any, error) {
+	if depth > MaxDepth {
+		return nil, fmt.Errorf("nested deeper than %d", MaxDepth)
+	}
+	switch n.Kind {
+	case yaml.AliasNode:
+		return decodeNode(n.Alias, depth+1)
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		return decodeNode(n.Content[0], depth+1)
+	case yaml.SequenceNode:
+		out := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			v, err := decodeNode(c, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	case yaml.MappingNode:
+		out := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, err := decodeNode(n.Content[i], depth+1)
+			if err != nil {
+				return nil, err
+			}
+			v, err := decodeNode(n.Content[i+1], depth+1)
+			if err != nil {
+				return nil, err
+			}
+			if k == "<<" {
+				if m, ok := v.(map[string]any); ok {
+					for mk, mv := range m {
+						if _, ok := out[mk]; !ok {
+							out[mk] = mv
+						}
+					}
+					continue
+				}
+			}
+			out[fmt.Sprint(k)] = v
+		}
+		return out, nil
+	case yaml.ScalarNode:
+		return scalar(n)
+	}
+	return nil, fmt.Errorf("line %d: unexpected YAML node", n.Line)
+}
+
+func scalar(n *yaml.Node) (any, error) {
+	if n.Style == 0 && n.Tag == "!!str" {
+		switch n.Value {
+		case "yes", "Yes", "YES", "on", "On", "ON":
+			return true, nil
+		case "no", "No", "NO", "off", "Off", "OFF":
+			return false, nil
+		}
+	}
+	switch n.Tag {
+	case "!!null":
+		return nil, nil
+	case "!!bool":
+		b, err := strconv.ParseBool(strings.ToLower(n.Value))
+		if err != nil {
+			return n.Value, nil
+		}
+		return b, nil
+	case "!!int":
+		var v int
+		if err := n.Decode(&v); err == nil {
+			return v, nil
+		}
+		var f float64
+		if err := n.Decode(&f); err == nil {
+			return f, nil
+		}
+		return n.Value, nil
+	case "!!float":
+		var f float64
+		if err := n.Decode(&f); err != nil {
+			return n.Value, nil
+		}
+		return f, nil
+	}
+	return n.Value, nil
+}
+
+func yamlErrLine(err error) int {
+	s := err.Error()
+	i := strings.Index(s, "line ")
+	if i < 0 {
+		return 0
+	}
+	j := i + 5
+	for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+		j++
+	}
+	n, _ := strconv.Atoi(s[i+5 : j])
+	return n
+}
+
+// MarshalFlowYAML renders v as one line of flow-style YAML, as Salt's yaml
+// filter (yaml.safe_dump with default_flow_style=True) does.
+func MarshalFlowYAML(v any) (string, error) {
+	var buf bytes.Buffer
+	n := new(yaml.Node)
+	if err := n.Encode(v); err != nil {
+		return "", err
+	}
+	setFlow(n)
+	enc := yaml.NewEncoder(&buf)
+	if err := enc.Encode(n); err != nil {
+		return "", err
+	}
+	enc.Close()
+	return strings.TrimSuffix(buf.String(), "\n"), nil
+}
+
+func setFlow(n *yaml.Node) {
+	if n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode {
+		n.Style = yaml.FlowStyle
+	}
+	for _, c := range n.Content {
+		setFlow(c)
+	}
+}

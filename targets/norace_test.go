@@ -1,0 +1,5 @@
+//go:build !race
+
+package targets
+
+const raceEnabled = false

@@ -1,0 +1,284 @@
+// Package fleet simulates a fleet of agents in one process: each simulated
+// agent has its own ed25519 identity and its own QUIC connection to a real
+// master, speaks the real protocol, verifies every job's signature and
+// signs every return, but runs no modules: it answers test.ping (true) and
+// test.echo (its first argument) and fails anything else. Connections share
+// a few UDP sockets, as a relay's would.
+package fleet
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/halite-fleet/halite/protocol"
+)
+
+// Options shape a simulated fleet.
+type Options struct {
+	N          int    // agents
+	Prefix     string // ids are Prefix + a 5-digit number; default "sim-"
+	PerSocket  int    // connections per UDP socket; default 500
+	MasterFP   string // the master's fingerprint to pin; "" trusts any
+	Grains     map[string]any
+	MaxBackoff time.Duration // reconnect backoff ceiling; default 5s
+}
+
+// Fleet is a running simulated fleet.
+type Fleet struct {
+	opts       Options
+	addr       string
+	transports []*quic.Transport
+	agents     []*simAgent
+	connected  atomic.Int64
+	jobs       atomic.Int64
+
+	// verified remembers jobs whose signature was checked: every simulated
+	// device receives the same signed bytes, and N real devices would check
+	// them on N CPUs at once, not one after another on the simulator's.
+	verifiedMu sync.Mutex
+	verified   map[string]*protocol.JobBody
+	wg         sync.WaitGroup
+	cancel     context.CancelFunc
+}
+
+type simAgent struct {
+	id     string
+	ident  *protocol.Identity
+	master atomic.Pointer[ed25519.PublicKey]
+	tr     *quic.Transport
+}
+
+// Start connects opts.N agents to the master at addr and keeps them
+// connected (reconnecting with jittered backoff) until Close.
+func Start(addr string, opts Options) (*Fleet, error) {
+	if opts.Prefix == "" {
+		opts.Prefix = "sim-"
+	}
+	if opts.PerSocket <= 0 {
+		opts.PerSocket = 500
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 5 * time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &Fleet{opts: opts, addr: addr, cancel: cancel, verified: map[string]*protocol.JobBody{}}
+	for i := 0; i < opts.N; i++ {
+		if i%opts.PerSocket == 0 {
+			pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+			if err != nil {
+				f.Close()
+				return nil, fmt.Errorf("open udp socket: %w", err)
+			}
+			f.transports = append(f.transports, &quic.Transport{Conn: pc})
+		}
+		id, err := protocol.GenerateIdentity()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		a := &simAgent{id: fmt.Sprintf("%s%05d", opts.Prefix, i), ident: id, tr: f.transports[len(f.transports)-1]}
+		f.agents = append(f.agents, a)
+	}
+	udp, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("resolve %s: %w", addr, err)
+	}
+	for _, a := range f.agents {
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			f.keepConnected(ctx, a, udp)
+		}()
+	}
+	return f, nil
+}
+
+// Connected is how many agents have an accepted session now.
+func (f *Fleet) Connected() int { return int(f.connected.Load()) }
+
+// Jobs is how many jobs the fleet has answered.
+func (f *Fleet) Jobs() int64 { return f.jobs.Load() }
+
+// IDs lists the agents' ids.
+func (f *Fleet) IDs() []string {
+	out := make([]string, len(f.agents))
+	for i, a := range f.agents {
+		out[i] = a.id
+	}
+	return out
+}
+
+// WaitConnected waits until n agents are connected or ctx ends.
+func (f *Fleet) WaitConnected(ctx context.Context, n int) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for f.Connected() < n {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d agents connected: %w", f.Connected(), n, ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// Close disconnects every agent and waits for their goroutines.
+func (f *Fleet) Close() {
+	if f.cancel != nil {
+		f.cancel()
+	}
+	f.wg.Wait()
+	for _, tr := range f.transports {
+		tr.Close()
+	}
+}
+
+func (f *Fleet) keepConnected(ctx context.Context, a *simAgent, addr *net.UDPAddr) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := f.session(ctx, a, addr)
+		if ctx.Err() != nil {
+			return
+		}
+		var na notAccepted
+		if errors.As(err, &na) {
+			backoff = time.Second
+		}
+		d := time.Duration(rand.Int64N(int64(backoff))) + 10*time.Millisecond
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(d):
+		}
+		if backoff *= 2; backoff > f.opts.MaxBackoff {
+			backoff = f.opts.MaxBackoff
+		}
+	}
+}
+
+type notAccepted string
+
+func (n notAccepted) Error() string { return "key " + string(n) }
+
+func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) error {
+	pin := func(pub ed25519.PublicKey) error {
+		if f.opts.MasterFP != "" && !protocol.SameFingerprint(f.opts.MasterFP, protocol.Fingerprint(pub)) {
+			return errors.New("master fingerprint mismatch")
+		}
+		p := append(ed25519.PublicKey(nil), pub...)
+		a.master.Store(&p)
+		return nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	conn, err := a.tr.Dial(dctx, addr, a.ident.ClientTLS(pin), protocol.QUICConfig())
+	if err != nil {
+		cancel()
+		return err
+	}
+	defer conn.CloseWithError(0, "")
+	s, err := conn.OpenStreamSync(dctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	fr := protocol.NewFramer(s, 0)
+	kx, err := protocol.NewKX()
+	if err != nil {
+		return err
+	}
+	hello := &protocol.Hello{ID: a.id, Version: "fleetsim", Caps: protocol.CapabilityVersion, Grains: f.opts.Grains,
+		KX: kx.Public(), KXSig: protocol.SignAgentKX(a.ident, a.id, kx.Public())}
+	if err := fr.Write(hello); err != nil {
+		return err
+	}
+	m, err := fr.Read()
+	if err != nil {
+		return err
+	}
+	ks, ok := m.(*protocol.KeyStatus)
+	if !ok {
+		return fmt.Errorf("got %s before key status", m.Type())
+	}
+	if ks.Status != protocol.KeyAccepted {
+		return notAccepted(ks.Status)
+	}
+	masterPub := *a.master.Load()
+	if err := protocol.VerifyMasterKX(masterPub, a.id, hello.KX, ks.KX, ks.KXSig); err != nil {
+		return err
+	}
+	macKey, err := kx.MACKey(ks.KX, a.id, hello.KX, ks.KX)
+	if err != nil {
+		return err
+	}
+	f.connected.Add(1)
+	defer f.connected.Add(-1)
+	stop := context.AfterFunc(ctx, func() { conn.CloseWithError(0, "") })
+	defer stop()
+	for {
+		m, err := fr.Read()
+		if err != nil {
+			return err
+		}
+		job, ok := m.(*protocol.Job)
+		if !ok {
+			continue
+		}
+		body, err := f.openJob(job, masterPub)
+		if err != nil {
+			return err
+		}
+		ret := &protocol.ReturnBody{ID: a.id, JID: body.JID, Fun: body.Fun, FunArgs: body.Arg, Success: true,
+			Stamp: time.Now().UTC().Format("2006-01-02T15:04:05.000000")}
+		switch body.Fun {
+		case "test.ping":
+			ret.Return = true
+		case "test.echo":
+			if len(body.Arg) > 0 {
+				ret.Return = body.Arg[0]
+			}
+		default:
+			ret.Return = "'" + body.Fun + "' is not available."
+			ret.Success, ret.Retcode = false, 254
+		}
+		signed, err := protocol.MACReturn(macKey, ret)
+		if err != nil {
+			return err
+		}
+		if err := fr.Write(signed); err != nil {
+			return err
+		}
+		f.jobs.Add(1)
+	}
+}
+
+// openJob verifies a job once per distinct signed body and master key.
+func (f *Fleet) openJob(j *protocol.Job, master ed25519.PublicKey) (*protocol.JobBody, error) {
+	k := string(master) + string(j.Sig) + string(j.Body)
+	f.verifiedMu.Lock()
+	b, ok := f.verified[k]
+	f.verifiedMu.Unlock()
+	if ok {
+		return b, nil
+	}
+	b, err := j.Open(master)
+	if err != nil {
+		return nil, err
+	}
+	f.verifiedMu.Lock()
+	if len(f.verified) > 1000 {
+		clear(f.verified)
+	}
+	f.verified[k] = b
+	f.verifiedMu.Unlock()
+	return b, nil
+}

@@ -1,0 +1,169 @@
+// Command fleetsim measures publish-to-last-return for test.ping over the
+// real protocol and real QUIC: it starts a master in this process (with
+// auto_accept, under a temporary root_dir), connects N simulated agents
+// (package tools/fleet), then times rounds of `halite '*' test.ping`
+// through the master's local socket, as the CLI does.
+//
+//	fleetsim [-n 100,1000,5000] [-rounds 10] [-warmup 1]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/halite-fleet/halite/master/api"
+	"github.com/halite-fleet/halite/tools/fleet"
+)
+
+func main() {
+	ns := flag.String("n", "100,1000,5000", "comma-separated fleet sizes")
+	rounds := flag.Int("rounds", 10, "measured rounds per fleet size")
+	warmup := flag.Int("warmup", 1, "unmeasured rounds first")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured rounds to this file")
+	flag.BoolVar(phases, "phases", false, "print when the job was published and when the 1st, 50%, 90% and last returns arrived")
+	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fleetsim:", err)
+			os.Exit(1)
+		}
+		profileTo = f
+	}
+	if err := run(*ns, *rounds, *warmup); err != nil {
+		fmt.Fprintln(os.Stderr, "fleetsim:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ns string, rounds, warmup int) error {
+	fmt.Printf("fleetsim: GOMAXPROCS=%d, %d rounds after %d warm-up\n", runtime.GOMAXPROCS(0), rounds, warmup)
+	fmt.Println("| agents | connect all | p50 publish→last return | p99 | min | max |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|")
+	for _, s := range strings.Split(ns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("bad fleet size %q", s)
+		}
+		if err := measure(n, rounds, warmup); err != nil {
+			return fmt.Errorf("n=%d: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// phases is -phases.
+var phases = new(bool)
+
+// profileTo receives a CPU profile of the measured rounds (-cpuprofile).
+var profileTo *os.File
+
+func measure(n, rounds, warmup int) error {
+	root, err := os.MkdirTemp("", "fleetsim")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	m, err := fleet.StartMaster(root, nil)
+	if err != nil {
+		return err
+	}
+	defer m.Stop()
+	cfg := m.Config
+	ctx := context.Background()
+	start := time.Now()
+	f, err := fleet.Start(m.Addr().String(), fleet.Options{N: n, MasterFP: m.Fingerprint()})
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	wctx, wcancel := context.WithTimeout(ctx, 5*time.Minute)
+	err = f.WaitConnected(wctx, n)
+	wcancel()
+	if err != nil {
+		return err
+	}
+	connect := time.Since(start)
+	var times []time.Duration
+	for r := 0; r < warmup+rounds; r++ {
+		if r == warmup && profileTo != nil {
+			pprof.StartCPUProfile(profileTo)
+			defer pprof.StopCPUProfile()
+		}
+		d, err := pingAll(ctx, cfg.SocketPath(), n)
+		if err != nil {
+			return fmt.Errorf("round %d: %w", r, err)
+		}
+		if r >= warmup {
+			times = append(times, d)
+		}
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	fmt.Printf("| %d | %s | %s | %s | %s | %s |\n", n, round(connect), round(pct(times, 50)), round(pct(times, 99)),
+		round(times[0]), round(times[len(times)-1]))
+	return nil
+}
+
+// pingAll publishes test.ping to every minion and waits for every return,
+// returning the time from the request to the last return.
+func pingAll(ctx context.Context, sock string, n int) (time.Duration, error) {
+	start := time.Now()
+	c, err := api.Dial(ctx, sock, &api.Request{Op: api.OpPublish, Tgt: "*", Fun: "test.ping", Timeout: 60})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	got := 0
+	for {
+		r, err := c.Next()
+		if err != nil {
+			return 0, err
+		}
+		switch r.Kind {
+		case api.KindError:
+			return 0, errors.New(r.Error)
+		case api.KindJob:
+			if *phases {
+				fmt.Fprintf(os.Stderr, "published after %s\n", time.Since(start))
+			}
+		case api.KindReturn:
+			got++
+			if *phases && (got == 1 || got == n/2 || got == n*9/10 || got == n) {
+				fmt.Fprintf(os.Stderr, "return %d after %s\n", got, time.Since(start))
+			}
+		}
+		if r.Done {
+			if got != n || len(r.Missing) > 0 {
+				return 0, fmt.Errorf("%d of %d returned", got, n)
+			}
+			return time.Since(start), nil
+		}
+	}
+}
+
+// pct is the nearest-rank percentile of sorted durations.
+func pct(sorted []time.Duration, p int) time.Duration {
+	i := (p*len(sorted) + 99) / 100
+	if i < 1 {
+		i = 1
+	}
+	return sorted[i-1]
+}
+
+func round(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	default:
+		return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
+	}
+}
