@@ -54,6 +54,7 @@ func (a *Agent) runReactor(ctx context.Context) error {
 // dispatchCaller runs a caller reaction with the agent's own modules.
 func (a *Agent) dispatchCaller(ctx context.Context, r *reactor.Reaction) (string, error) {
 	jid := fmt.Sprintf("%020d", time.Now().UnixMicro())
+	r.Claim(jid)
 	res := a.exec.Run(ctx, exec.Request{JID: jid, Fun: r.Fun, Args: r.Arg, Kwargs: r.Kwarg, User: "Reactor"})
 	if a.rets != nil {
 		a.rets.Return(jid, r.Fun, r.Arg, res)

@@ -213,6 +213,7 @@ func (m *Master) reactLocal(ctx context.Context, r *reactor.Reaction) (string, e
 		return m.reactBatch(ctx, r, req)
 	}
 	jid := m.jids.Next()
+	r.Claim(jid)
 	if _, err := m.publish(jid, req); err != nil {
 		return "", err
 	}
@@ -241,6 +242,7 @@ func (m *Master) reactBatch(ctx context.Context, r *reactor.Reaction, req *api.R
 		b := *req
 		b.Tgt, b.TgtType = strings.Join(minions[start:end], ","), "list"
 		jid := m.jids.Next()
+		r.Claim(jid)
 		if firstJID == "" {
 			firstJID = jid
 		}
@@ -290,6 +292,7 @@ func batchSize(spec string, n int) (int, error) {
 // salt/<kind>/<jid>/new and /ret as a CLI call does.
 func (m *Master) reactCall(ctx context.Context, kind string, r *reactor.Reaction, fn callFunc) (string, error) {
 	jid := m.jids.Next()
+	r.Claim(jid)
 	req := &api.Request{Fun: r.Fun, Arg: r.Arg, Kwarg: r.Kwarg, User: ReactorUser}
 	arg := r.Arg
 	if len(r.Kwarg) > 0 {

@@ -37,6 +37,23 @@ type Reaction struct {
 	File string `json:"-"`
 	Line int    `json:"-"`
 	Tag  string `json:"-"`
+
+	// claim is set by the engine while the reaction is dispatched: see
+	// Claim.
+	claim func(jid string)
+}
+
+// Claim tells the engine that the call this reaction is starting has
+// the id jid. A dispatcher calls it as soon as it has the jid and before
+// it publishes anything under salt/job/<jid>/, salt/run/<jid>/ or
+// salt/wheel/<jid>/, so that the loop guard knows the depth of those
+// events however fast they come back. A dispatcher that starts several
+// calls (batch) claims each. Claiming is optional: the engine claims
+// the jid Dispatch returns, but only after it returned.
+func (r *Reaction) Claim(jid string) {
+	if r.claim != nil {
+		r.claim(jid)
+	}
 }
 
 // reactorInternal are the keys of a reaction's low data that are not

@@ -467,6 +467,7 @@ func (e *Engine) dispatch(ctx context.Context, own bool, w work, r *Reaction) {
 		}
 		return
 	}
+	r.claim = func(jid string) { e.recordDepth(jid, depth) }
 	var jid string
 	var err error
 	if !e.types[r.Type] {

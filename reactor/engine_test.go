@@ -47,7 +47,9 @@ func (r *record) dispatch(_ context.Context, x *Reaction) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reactions = append(r.reactions, x)
-	return fmt.Sprintf("2026%016d", len(r.reactions)), nil
+	jid := fmt.Sprintf("2026%016d", len(r.reactions))
+	x.Claim(jid)
+	return jid, nil
 }
 
 func (r *record) fire(tag string, data map[string]any) {
@@ -234,9 +236,8 @@ func TestLoopGuard(t *testing.T) {
 			return jid, err
 		}})
 	bus = b
-	// The reader may see the return before the dispatcher records its
-	// depth; publish from the dispatcher after recording is what the
-	// master does, so give the guard the same order here.
+	// The return is published before Dispatch returns, as the master's
+	// events of a job are: the guard must know its depth from Claim.
 	bus.Publish("start", nil)
 	waitFor(t, "the loop guard", func() bool { return e.Stats().Looped >= 1 })
 	n, _ := rec.count()
