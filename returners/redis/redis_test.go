@@ -204,6 +204,16 @@ func TestBackendDownAndRestartLoseNothing(t *testing.T) {
 	}
 	srv.start()
 	waitCount(400)
+	// The rows are in before the worker acknowledges them in its queue;
+	// wait for the acks, so the depth below counts only new items (an
+	// item written but not yet acked would be sent again: at least once).
+	deadline = time.Now().Add(30 * time.Second)
+	for q.Depth() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("queue depth with every row delivered: %d, want 0", q.Depth())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	// 2. A restart with a non-empty queue: the server goes down, items are
 	// queued, the worker (the master) stops; it is started again, then the
