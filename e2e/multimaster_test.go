@@ -369,3 +369,80 @@ func TestMultimasterFailover(t *testing.T) {
 func (f *multimaster) agentOutput(id string) string {
 	return f.masters[0].agents[id].output()
 }
+
+// netns makes a network namespace for the test, deleted at its end; ok is
+// false (and why says why) where the machine refuses it.
+func netns(t *testing.T, name string) (ok bool, why string) {
+	t.Helper()
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		return false, fmt.Sprintf("ip netns add: %v: %s", err, bytes.TrimSpace(out))
+	}
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
+	return true, ""
+}
+
+func ipCmd(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %v: %v: %s", args, err, out)
+	}
+}
+
+// TestMultimasterPartition: the first master sits in a network namespace
+// of its own, joined to the agent's by a veth pair; the second shares the
+// agent's namespace. The link is cut while a job runs: the agent fails
+// over and delivers the return to the second master; the link comes back:
+// it fails back. Then, where tc netem is available, the link gets loss
+// and delay and jobs still complete on the first master.
+func TestMultimasterPartition(t *testing.T) {
+	tag := fmt.Sprintf("%d", os.Getpid()%100000)
+	nsA, nsB := "hlmA"+tag, "hlmB"+tag
+	vA, vB := "hva"+tag, "hvb"+tag
+	if ok, why := netns(t, nsA); !ok {
+		t.Skipf("network namespaces are refused on this machine (%s); the partition test needs them", why)
+	}
+	if ok, why := netns(t, nsB); !ok {
+		t.Skipf("network namespaces are refused on this machine (%s); the partition test needs them", why)
+	}
+	ipCmd(t, "link", "add", vA, "netns", nsA, "type", "veth", "peer", "name", vB, "netns", nsB)
+	ipCmd(t, "-n", nsA, "addr", "add", "10.231.0.1/24", "dev", vA)
+	ipCmd(t, "-n", nsB, "addr", "add", "10.231.0.2/24", "dev", vB)
+	for _, a := range [][]string{{nsA, vA}, {nsA, "lo"}, {nsB, vB}, {nsB, "lo"}} {
+		ipCmd(t, "-n", a[0], "link", "set", a[1], "up")
+	}
+
+	f := newMultimaster(t, 2, "auto_accept: True\n")
+	m0, m1 := f.masters[0], f.masters[1]
+	m0.iface, m0.netns = "10.231.0.1", nsA
+	m1.netns = nsB
+	f.start()
+	conf := masterList(fmt.Sprintf("10.231.0.1:%d", m0.port), fmt.Sprintf("127.0.0.1:%d", m1.port)) +
+		"master_type: failover\nmaster_alive_interval: 2\nmaster_failback: True\nmaster_failback_interval: 2\n"
+	f.startAgentWith("p1", conf, []string{"/usr/sbin/ip", "netns", "exec", nsB})
+	pingAll(t, m0, 60*time.Second, "p1")
+
+	jid := asyncJob(t, m0, "p1", "test.sleep", "3")
+	waitActive(t, m0, jid)
+	ipCmd(t, "-n", nsA, "link", "set", vA, "down")
+	pingAll(t, m1, 60*time.Second, "p1")
+	waitFor(t, 30*time.Second, "the return of "+jid+" on the second master", func() bool {
+		return len(returnsOf(m1, jid)) == 1
+	})
+	ipCmd(t, "-n", nsA, "link", "set", vA, "up")
+	pingAll(t, m0, 60*time.Second, "p1")
+
+	t.Run("netem", func(t *testing.T) {
+		out, err := exec.Command("ip", "netns", "exec", nsA, "tc", "qdisc", "add", "dev", vA, "root", "netem",
+			"delay", "100ms", "20ms", "loss", "10%").CombinedOutput()
+		if err != nil {
+			t.Skipf("tc netem is refused on this machine (%v: %s): the loss-and-delay case is skipped; the partition case ran",
+				err, bytes.TrimSpace(out))
+		}
+		for i := 0; i < 5; i++ {
+			rets, r := m0.jsonOut("halite", "-t", "20", "p1", "test.echo", fmt.Sprint(i))
+			if r.code != 0 || rets["p1"] != fmt.Sprint(i) {
+				t.Errorf("job %d over a lossy, slow link: exit %d, %v, stderr %s", i, r.code, rets, r.stderr)
+			}
+		}
+	})
+}
