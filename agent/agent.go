@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
@@ -38,11 +37,13 @@ type Agent struct {
 	grains *grains.Store
 	exec   *exec.Executor
 	bus    *event.Bus
-	out    *outbox
+	out    *outbox   // the first master's outbox (the only one but in hot mode)
+	outs   []*outbox // every outbox, each once
+	links  []*link   // the masters, in the order they are tried
 
 	masterPub atomic.Pointer[ed25519.PublicKey] // the master's key, once pinned
-	pinFailed atomic.Pointer[pinError]          // why the last handshake's pin check failed
-	connected atomic.Bool
+	pinMu     sync.Mutex                        // one pin check (and first-use record) at a time
+	nconn     atomic.Int32                      // sessions up
 
 	jobsMu sync.Mutex
 	seen   map[string]time.Time // recent job ids, so a job is never run twice
@@ -65,7 +66,7 @@ func New(cfg *config.Agent, log *zap.Logger) (*Agent, error) {
 	if created {
 		log.Info("made a new agent key", zap.String("pki_dir", cfg.PkiDir), zap.String("finger", protocol.Fingerprint(id.Pub)))
 	}
-	sp, err := openSpool(cfg.SpoolDir(), int64(cfg.SpoolMax), func(it spoolItem) bool {
+	links, outs, err := openLinks(cfg, log, func(it spoolItem) bool {
 		if !madeBy(it.body, cfg.ID) {
 			log.Warn("outbox item made under another agent id; dropped", zap.Uint64("seq", it.seq))
 			return false
@@ -75,22 +76,26 @@ func New(cfg *config.Agent, log *zap.Logger) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n := sp.len(); n > 0 {
-		log.Info("outbox holds returns and events for the master", zap.Int("items", n))
+	for _, o := range outs {
+		if n := o.spool.len(); n > 0 {
+			log.Info("outbox holds returns and events for the master", zap.String("spool", o.spool.path), zap.Int("items", n))
+		}
 	}
 	a := &Agent{
-		cfg:  cfg,
-		log:  log,
-		id:   id,
-		bus:  event.NewBus(log.Named("bus")),
-		out:  newOutbox(outboxMax, sp),
-		seen: make(map[string]time.Time),
+		cfg:   cfg,
+		log:   log,
+		id:    id,
+		bus:   event.NewBus(log.Named("bus")),
+		out:   outs[0],
+		outs:  outs,
+		links: links,
+		seen:  make(map[string]time.Time),
 	}
 	a.grains = grains.New(cfg.ID, cfg.Grains, log.Named("grains"))
 	a.exec = exec.New(exec.Options{
 		ID: cfg.ID, Version: Version, Grains: a.grains, Log: log.Named("exec"),
 		OnGrainsRefresh: func(g map[string]any) {
-			a.out.push(&protocol.Grains{Grains: g})
+			a.queueAll(&protocol.Grains{Grains: g})
 		},
 	})
 	return a, nil
@@ -108,13 +113,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.serveLocal(gctx, ln) })
-	g.Go(func() error { return a.out.spool.syncLoop(gctx) })
+	for _, o := range a.outs {
+		g.Go(func() error { return o.spool.syncLoop(gctx) })
+	}
 	g.Go(func() error {
 		<-gctx.Done()
 		ln.Close()
 		return nil
 	})
-	if a.cfg.MasterType != "disable" && len(a.cfg.MasterAddrs()) > 0 {
+	if a.cfg.MasterType != "disable" && len(a.links) > 0 {
 		g.Go(func() error { return a.connectLoop(gctx) })
 	} else {
 		a.log.Info("running masterless")
@@ -135,8 +142,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	err = g.Wait()
 	a.jobWG.Wait()
 	a.bus.Close()
-	if cerr := a.out.spool.close(); cerr != nil {
-		a.log.Warn("close outbox", zap.Error(cerr))
+	for _, o := range a.outs {
+		if cerr := o.spool.close(); cerr != nil {
+			a.log.Warn("close outbox", zap.Error(cerr))
+		}
 	}
 	if ctx.Err() != nil {
 		return nil
@@ -149,77 +158,18 @@ type errNotAccepted struct{ status string }
 
 func (e *errNotAccepted) Error() string { return "key " + e.status + " by the master" }
 
-// connectLoop keeps a session with a master, reconnecting with jittered
-// exponential backoff, trying the masters of the list in turn.
-func (a *Agent) connectLoop(ctx context.Context) error {
-	addrs := a.cfg.MasterAddrs()
-	backoff := time.Second
-	const maxBackoff = 30 * time.Second
-	acceptWait := time.Duration(a.cfg.AcceptanceWaitTime) * time.Second
-	if acceptWait <= 0 {
-		acceptWait = 10 * time.Second
-	}
-	for i := 0; ; i++ {
-		addr := addrs[i%len(addrs)]
-		start := time.Now()
-		err := a.session(ctx, addr)
-		if ctx.Err() != nil {
-			return nil
-		}
-		var wait time.Duration
-		var na *errNotAccepted
-		var pinErr *pinError
-		switch {
-		case errors.As(err, &pinErr):
-			// Loud: this is either an attack or a master re-keyed by hand.
-			a.log.Error("refusing master: its key is not the pinned one", zap.String("master", addr), zap.Error(err))
-			wait = maxBackoff
-		case errors.As(err, &na):
-			a.log.Warn("waiting for the master to accept this agent's key",
-				zap.String("master", addr), zap.String("status", na.status), zap.String("finger", a.Fingerprint()))
-			wait = acceptWait
-			if max := time.Duration(a.cfg.AcceptanceWaitTimeMax) * time.Second; max > acceptWait {
-				acceptWait += time.Duration(a.cfg.AcceptanceWaitTime) * time.Second
-				if acceptWait > max {
-					acceptWait = max
-				}
-			}
-		default:
-			if time.Since(start) > time.Minute {
-				backoff = time.Second // the session lived: start over
-			}
-			a.log.Info("master connection ended", zap.String("master", addr), zap.Error(err), zap.Duration("retry_in_max", backoff))
-			wait = backoff
-			backoff *= 2
-			if backoff > maxBackoff {
-				backoff = maxBackoff
-			}
-		}
-		// Full jitter, so a fleet that lost its master does not come back
-		// at once.
-		wait = time.Duration(rand.Int64N(int64(wait)) + int64(100*time.Millisecond))
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(wait):
-		}
-	}
-}
-
 // pinError is a master key that does not match the pinned one.
 type pinError struct{ msg string }
 
 func (e *pinError) Error() string { return e.msg }
 
-func (a *Agent) pinFail(msg string) error {
-	e := &pinError{msg}
-	a.pinFailed.Store(e)
-	return e
-}
+func (a *Agent) pinFail(msg string) error { return &pinError{msg} }
 
 // pin checks the master's key against master_finger, or against the key
 // recorded on first use (pki_dir/minion_master.pub), recording it if none is.
 func (a *Agent) pin(pub ed25519.PublicKey) error {
+	a.pinMu.Lock()
+	defer a.pinMu.Unlock()
 	fp := protocol.Fingerprint(pub)
 	if a.cfg.MasterFinger != "" && !protocol.SameFingerprint(a.cfg.MasterFinger, fp) {
 		return a.pinFail(fmt.Sprintf("master key fingerprint %s does not match master_finger %s", fp, a.cfg.MasterFinger))
@@ -233,7 +183,11 @@ func (a *Agent) pin(pub ed25519.PublicKey) error {
 			return a.pinFail(fmt.Sprintf("pinned master key %s is unreadable: %v", path, perr))
 		}
 		if !old.Equal(pub) {
-			return a.pinFail(fmt.Sprintf("master key changed: it is now %s, pinned %s in %s; if the master was re-keyed on purpose, remove that file", fp, protocol.Fingerprint(old), path))
+			hint := "if the master was re-keyed on purpose, remove that file"
+			if len(a.links) > 1 {
+				hint = "the masters of a multimaster set must share one key (copy pki_dir/master.pem and master.pub from the first master to the others); " + hint
+			}
+			return a.pinFail(fmt.Sprintf("master key changed: it is now %s, pinned %s in %s; %s", fp, protocol.Fingerprint(old), path, hint))
 		}
 	case errors.Is(err, os.ErrNotExist):
 		if err := os.WriteFile(path, protocol.EncodePublicKey(pub), 0o644); err != nil {

@@ -3,6 +3,8 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -18,69 +20,124 @@ import (
 
 const handshakeTimeout = 10 * time.Second
 
-// session runs one connection to the master at addr until it ends.
-func (a *Agent) session(ctx context.Context, addr string) error {
-	a.pinFailed.Store(nil)
+// masterConn is a connection to a master whose handshake is done: the
+// master accepted this agent's key.
+type masterConn struct {
+	l      *link
+	conn   *quic.Conn
+	f      *protocol.Framer
+	macKey []byte
+	acks   bool // the master acknowledges returns and events
+
+	next *masterConn // failover: the session that replaced this one (failback)
+}
+
+// quicConfig is the QUIC configuration of a connection to a master:
+// with master_alive_interval set, a master that sends nothing (dead,
+// paused, cut off) for that long ends the connection.
+func (a *Agent) quicConfig() *quic.Config {
+	qc := protocol.QUICConfig()
+	if d := a.aliveInterval(); d > 0 && d < qc.MaxIdleTimeout {
+		qc.MaxIdleTimeout = d
+		qc.KeepAlivePeriod = d / 2
+	}
+	return qc
+}
+
+// dial connects to the master of l and runs the handshake up to the
+// master's acceptance of this agent's key.
+func (a *Agent) dial(ctx context.Context, l *link) (*masterConn, error) {
+	addr, err := resolve(ctx, l.addr)
+	if err != nil {
+		return nil, err
+	}
+	var pinErr *pinError
+	pin := func(pub ed25519.PublicKey) error {
+		err := a.pin(pub)
+		if pe, ok := err.(*pinError); ok {
+			pinErr = pe
+		}
+		return err
+	}
 	dctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
-	conn, err := quic.DialAddr(dctx, addr, a.id.ClientTLS(a.pin), protocol.QUICConfig())
+	conn, err := quic.DialAddr(dctx, addr, a.id.ClientTLS(pin), a.quicConfig())
 	cancel()
 	if err != nil {
-		if pe := a.pinFailed.Load(); pe != nil {
-			return pe
+		if pinErr != nil {
+			return nil, pinErr
 		}
-		return fmt.Errorf("dial master %s: %w", addr, err)
+		return nil, fmt.Errorf("dial master %s: %w", l.addr, err)
 	}
-	defer conn.CloseWithError(0, "")
+	ok := false
+	defer func() {
+		if !ok {
+			conn.CloseWithError(0, "")
+		}
+	}()
 	sctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	stream, err := conn.OpenStreamSync(sctx)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("open stream to %s: %w", addr, err)
+		return nil, fmt.Errorf("open stream to %s: %w", l.addr, err)
 	}
 	f := protocol.NewFramer(stream, protocol.DefaultMaxFrame)
 	kx, err := protocol.NewKX()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	hello := &protocol.Hello{ID: a.cfg.ID, Version: Version, Caps: protocol.CapabilityVersion, Grains: a.grains.Get(),
 		KX: kx.Public(), KXSig: protocol.SignAgentKX(a.id, a.cfg.ID, kx.Public()), Returners: a.cfg.Return}
 	if err := f.Write(hello); err != nil {
-		return fmt.Errorf("send hello: %w", err)
+		return nil, fmt.Errorf("send hello: %w", err)
 	}
 	stream.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	msg, err := f.Read()
 	stream.SetReadDeadline(time.Time{})
 	if err != nil {
-		return fmt.Errorf("read key status: %w", err)
+		return nil, fmt.Errorf("read key status from %s: %w", l.addr, err)
 	}
-	var macKey []byte
-	var acks bool // the master acknowledges returns and events
+	c := &masterConn{l: l, conn: conn, f: f}
 	switch msg := msg.(type) {
 	case *protocol.KeyStatus:
 		if msg.Status != protocol.KeyAccepted {
-			return &errNotAccepted{status: msg.Status}
+			return nil, &errNotAccepted{status: msg.Status}
 		}
-		acks = msg.Caps >= protocol.CapAck
+		c.acks = msg.Caps >= protocol.CapAck
 		if msg.KX != nil {
 			// The master's half must be signed by the pinned master key.
 			if err := protocol.VerifyMasterKX(*a.masterPub.Load(), a.cfg.ID, hello.KX, msg.KX, msg.KXSig); err != nil {
-				return fmt.Errorf("master key agreement: %w", err)
+				return nil, fmt.Errorf("master key agreement: %w", err)
 			}
-			if macKey, err = kx.MACKey(msg.KX, a.cfg.ID, hello.KX, msg.KX); err != nil {
-				return fmt.Errorf("master key agreement: %w", err)
+			if c.macKey, err = kx.MACKey(msg.KX, a.cfg.ID, hello.KX, msg.KX); err != nil {
+				return nil, fmt.Errorf("master key agreement: %w", err)
 			}
 		}
 	case *protocol.Error:
-		return fmt.Errorf("master refused: %w", msg.Err())
+		return nil, fmt.Errorf("master refused: %w", msg.Err())
 	default:
-		return fmt.Errorf("master sent %s before the key status", msg.Type())
+		return nil, fmt.Errorf("master sent %s before the key status", msg.Type())
 	}
-	a.log.Info("connected to master", zap.String("master", addr))
-	a.connected.Store(true)
-	a.bus.Publish("__master_connected", map[string]any{"master": addr})
+	ok = true
+	return c, nil
+}
+
+// errNotAlive ends a session whose master did not answer the alive check.
+var errNotAlive = errors.New("master did not answer the alive check (master_alive_interval)")
+
+// serve runs an accepted connection until it ends or ctx does. watch, if
+// not nil, runs beside it: a connection it returns replaces this one
+// (c.next), which then ends.
+func (a *Agent) serve(ctx context.Context, c *masterConn, watch func(context.Context) *masterConn) error {
+	l, conn, f := c.l, c.conn, c.f
+	defer conn.CloseWithError(0, "")
+	a.log.Info("connected to master", zap.String("master", l.addr))
+	l.up.Store(true)
+	a.nconn.Add(1)
+	a.bus.Publish("__master_connected", map[string]any{"master": l.addr})
 	defer func() {
-		a.connected.Store(false)
-		a.bus.Publish("__master_disconnected", map[string]any{"master": addr})
+		l.up.Store(false)
+		a.nconn.Add(-1)
+		a.bus.Publish("__master_disconnected", map[string]any{"master": l.addr})
 	}()
 
 	sessCtx, stop := context.WithCancel(ctx)
@@ -89,18 +146,63 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	unblock := context.AfterFunc(sessCtx, func() { conn.CloseWithError(0, "") })
 	defer unblock()
 	var sent atomic.Uint64 // the highest spooled seq written on this connection
+	var pong atomic.Uint64 // the highest Pong seq the master sent
 	writeErr := make(chan error, 1)
-	go func() { writeErr <- a.writeLoop(sessCtx, f, macKey, acks, &sent) }()
+	go func() { writeErr <- a.writeLoop(sessCtx, l.out, f, c.macKey, c.acks, &sent) }()
+	aliveErr := make(chan error, 1)
+	go func() { aliveErr <- a.aliveLoop(sessCtx, l.out, &pong) }()
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		if watch == nil {
+			return
+		}
+		if next := watch(sessCtx); next != nil {
+			c.next = next
+			stop()
+		}
+	}()
 	// Jobs run under ctx, not sessCtx: a job outlives the connection that
 	// brought it, and its return waits in the outbox for the next one.
-	readErr := a.readLoop(ctx, f, &sent)
+	readErr := a.readLoop(ctx, sessCtx, l, f, &sent, &pong)
 	stop()
 	conn.CloseWithError(0, "")
 	werr := <-writeErr
-	if readErr != nil {
+	aerr := <-aliveErr
+	<-watchDone
+	switch {
+	case c.next != nil:
+		return nil
+	case aerr != nil:
+		return aerr
+	case readErr != nil:
 		return readErr
 	}
 	return werr
+}
+
+// aliveLoop pings the master every master_alive_interval and ends the
+// session when the previous ping is still unanswered.
+func (a *Agent) aliveLoop(ctx context.Context, out *outbox, pong *atomic.Uint64) error {
+	every := a.aliveInterval()
+	if every <= 0 {
+		return nil
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var seq uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if seq > 0 && pong.Load() < seq {
+			return errNotAlive
+		}
+		seq++
+		out.push(&protocol.Ping{Seq: seq})
+	}
 }
 
 // writeLoop sends the outbox to the master: the in-memory messages first,
@@ -112,24 +214,24 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 // here, with the session's MAC key (or the agent's signature when the
 // master agreed none), so that what waited across sessions is tagged for
 // the session that carries it. sent is the highest seq written.
-func (a *Agent) writeLoop(ctx context.Context, f *protocol.Framer, macKey []byte, acks bool, sent *atomic.Uint64) error {
+func (a *Agent) writeLoop(ctx context.Context, out *outbox, f *protocol.Framer, macKey []byte, acks bool, sent *atomic.Uint64) error {
 	for {
-		if m, ok := a.out.peek(); ok {
+		if m, ok := out.peek(); ok {
 			if err := f.Write(m); err != nil {
 				return fmt.Errorf("send %s: %w", m.Type(), err)
 			}
 			if ce := a.log.Check(zap.DebugLevel, "sent"); ce != nil {
 				ce.Write(zap.Stringer("msg", m.Type()))
 			}
-			a.out.pop(m)
+			out.pop(m)
 			continue
 		}
-		it, ok := a.out.spool.after(sent.Load())
+		it, ok := out.spool.after(sent.Load())
 		if !ok {
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-a.out.notify:
+			case <-out.notify:
 				continue
 			}
 		}
@@ -142,7 +244,7 @@ func (a *Agent) writeLoop(ctx context.Context, f *protocol.Framer, macKey []byte
 			a.log.Error("cannot encode a message for the master; dropped", zap.Stringer("type", it.kind),
 				zap.Uint64("seq", it.seq), zap.Error(err))
 			sent.Store(it.seq)
-			a.ackSpool(it.seq)
+			a.ackSpool(out, it.seq)
 			continue
 		}
 		if err := f.Write(wire); err != nil {
@@ -153,14 +255,14 @@ func (a *Agent) writeLoop(ctx context.Context, f *protocol.Framer, macKey []byte
 		}
 		sent.Store(it.seq)
 		if !acks {
-			a.ackSpool(it.seq)
+			a.ackSpool(out, it.seq)
 		}
 	}
 }
 
-// ackSpool forgets the spooled items up to seq.
-func (a *Agent) ackSpool(seq uint64) {
-	if err := a.out.spool.ack(seq); err != nil {
+// ackSpool forgets the spooled items of out up to seq.
+func (a *Agent) ackSpool(out *outbox, seq uint64) {
+	if err := out.spool.ack(seq); err != nil {
 		a.log.Warn("outbox ack", zap.Error(err))
 	}
 }
@@ -168,11 +270,11 @@ func (a *Agent) ackSpool(seq uint64) {
 // readLoop handles what the master sends. sent is the highest seq the
 // session's writer has written: an ack never covers more (a relay could
 // forge one).
-func (a *Agent) readLoop(ctx context.Context, f *protocol.Framer, sent *atomic.Uint64) error {
+func (a *Agent) readLoop(ctx, sessCtx context.Context, l *link, f *protocol.Framer, sent, pong *atomic.Uint64) error {
 	for {
 		msg, err := f.Read()
 		if err != nil {
-			if ctx.Err() != nil {
+			if sessCtx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("read from master: %w", err)
@@ -182,12 +284,15 @@ func (a *Agent) readLoop(ctx context.Context, f *protocol.Framer, sent *atomic.U
 		}
 		switch msg := msg.(type) {
 		case *protocol.Job:
-			a.handleJob(ctx, msg)
+			a.handleJobFrom(ctx, msg, l.out)
 		case *protocol.Ping:
-			a.out.push(&protocol.Pong{Seq: msg.Seq})
+			l.out.push(&protocol.Pong{Seq: msg.Seq})
 		case *protocol.Pong:
+			if msg.Seq > pong.Load() {
+				pong.Store(msg.Seq)
+			}
 		case *protocol.Ack:
-			a.ackSpool(min(msg.Seq, sent.Load()))
+			a.ackSpool(l.out, min(msg.Seq, sent.Load()))
 		case *protocol.Error:
 			return fmt.Errorf("master closed the connection: %w", msg.Err())
 		default:
@@ -196,8 +301,13 @@ func (a *Agent) readLoop(ctx context.Context, f *protocol.Framer, sent *atomic.U
 	}
 }
 
-// handleJob verifies a job, checks that it is for this agent and runs it.
-func (a *Agent) handleJob(ctx context.Context, j *protocol.Job) {
+// handleJob verifies a job, checks that it is for this agent and runs it,
+// its return going to the first master's outbox.
+func (a *Agent) handleJob(ctx context.Context, j *protocol.Job) { a.handleJobFrom(ctx, j, a.out) }
+
+// handleJobFrom is handleJob for a job that came from the master whose
+// outbox is out: the return goes there.
+func (a *Agent) handleJobFrom(ctx context.Context, j *protocol.Job, out *outbox) {
 	pub := a.masterPub.Load()
 	if pub == nil {
 		a.log.Warn("job before the master key was pinned; dropped")
@@ -220,7 +330,7 @@ func (a *Agent) handleJob(ctx context.Context, j *protocol.Job) {
 	a.jobWG.Add(1)
 	go func() {
 		defer a.jobWG.Done()
-		a.runJob(ctx, body)
+		a.runJob(ctx, body, out)
 	}()
 }
 
@@ -261,7 +371,7 @@ func (a *Agent) firstTime(jid string) bool {
 }
 
 // runJob runs a job and queues its signed return.
-func (a *Agent) runJob(ctx context.Context, b *protocol.JobBody) {
+func (a *Agent) runJob(ctx context.Context, b *protocol.JobBody, out *outbox) {
 	res := a.exec.Run(ctx, exec.Request{
 		JID: b.JID, Fun: b.Fun, Args: b.Arg, Kwargs: b.Kwarg, Tgt: b.Tgt, TgtType: b.TgtType, User: b.User,
 		Timeout: time.Duration(b.Timeout) * time.Second,
@@ -295,13 +405,13 @@ func (a *Agent) runJob(ctx context.Context, b *protocol.JobBody) {
 			return
 		}
 	}
-	a.spoolItem(protocol.TypeReturn, enc, b.JID)
+	a.spoolItem(out, protocol.TypeReturn, enc, b.JID)
 }
 
 // spoolItem puts a return or an event in the outbox, logging a failure
 // (what is not on disk is lost) and the items dropped for room.
-func (a *Agent) spoolItem(kind protocol.Type, body []byte, what string) error {
-	dropped, err := a.out.pushDurable(kind, body)
+func (a *Agent) spoolItem(out *outbox, kind protocol.Type, body []byte, what string) error {
+	dropped, err := out.pushDurable(kind, body)
 	if err != nil {
 		a.log.Error("outbox: cannot keep a "+kind.String(), zap.String("what", what), zap.Error(err))
 		return err
@@ -332,8 +442,15 @@ func (a *Agent) SendEvent(tag string, data map[string]any) error {
 		local[k] = v
 	}
 	a.bus.Publish(tag, local)
-	if err := a.spoolItem(protocol.TypeEvent, enc, tag); err != nil {
-		return fmt.Errorf("queue event for the master: %w", err)
+	// Every master gets it (hot mode: each its own outbox).
+	var firstErr error
+	for _, out := range a.outs {
+		if err := a.spoolItem(out, protocol.TypeEvent, enc, tag); err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("queue event for the master: %w", err)
+		}
+	}
+	if firstErr != nil {
+		return firstErr
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -25,6 +26,10 @@ type Master struct {
 	Timeout           int    `yaml:"timeout"`   // seconds, the CLI's default wait
 	WorkerThreads     int    `yaml:"worker_threads"`
 	UTCJID            bool   `yaml:"utc_jid"` // job ids in UTC rather than local time
+	// JIDNode (Halite's jid_node, 0 to 999) ends every job id, so that the
+	// masters of a multimaster set never make the same one; -1: derived
+	// from the host name, interface, port and cachedir.
+	JIDNode int `yaml:"jid_node"`
 
 	LogLevel        string `yaml:"log_level"`
 	LogFile         string `yaml:"log_file"`
@@ -58,6 +63,7 @@ func DefaultMaster() *Master {
 		KeepJobs:             24,
 		Timeout:              5,
 		WorkerThreads:        5,
+		JIDNode:              -1,
 		LogLevel:             "warning",
 		LogFile:              "/var/log/halite/master",
 		ReactorWorkerThreads: 10,
@@ -73,20 +79,30 @@ var masterRole = &role[Master]{
 	name:  "master",
 	other: "agent",
 	options: map[string]func(*Master, value) error{
-		"root_dir":               func(m *Master, v value) error { return v.str(&m.RootDir) },
-		"interface":              func(m *Master, v value) error { return v.str(&m.Interface) },
-		"port":                   func(m *Master, v value) error { return v.port(&m.Port) },
-		"pki_dir":                func(m *Master, v value) error { return v.str(&m.PkiDir) },
-		"cachedir":               func(m *Master, v value) error { return v.str(&m.CacheDir) },
-		"sock_dir":               func(m *Master, v value) error { return v.str(&m.SockDir) },
-		"auto_accept":            func(m *Master, v value) error { return v.bool(&m.AutoAccept) },
-		"autosign_file":          func(m *Master, v value) error { return v.str(&m.AutosignFile) },
-		"autoreject_file":        func(m *Master, v value) error { return v.str(&m.AutorejectFile) },
-		"autosign_grains_dir":    func(m *Master, v value) error { return v.str(&m.AutosignGrainsDir) },
-		"keep_jobs":              func(m *Master, v value) error { return v.count(&m.KeepJobs) },
-		"timeout":                func(m *Master, v value) error { return v.count(&m.Timeout) },
-		"worker_threads":         func(m *Master, v value) error { return v.count(&m.WorkerThreads) },
-		"utc_jid":                func(m *Master, v value) error { return v.bool(&m.UTCJID) },
+		"root_dir":            func(m *Master, v value) error { return v.str(&m.RootDir) },
+		"interface":           func(m *Master, v value) error { return v.str(&m.Interface) },
+		"port":                func(m *Master, v value) error { return v.port(&m.Port) },
+		"pki_dir":             func(m *Master, v value) error { return v.str(&m.PkiDir) },
+		"cachedir":            func(m *Master, v value) error { return v.str(&m.CacheDir) },
+		"sock_dir":            func(m *Master, v value) error { return v.str(&m.SockDir) },
+		"auto_accept":         func(m *Master, v value) error { return v.bool(&m.AutoAccept) },
+		"autosign_file":       func(m *Master, v value) error { return v.str(&m.AutosignFile) },
+		"autoreject_file":     func(m *Master, v value) error { return v.str(&m.AutorejectFile) },
+		"autosign_grains_dir": func(m *Master, v value) error { return v.str(&m.AutosignGrainsDir) },
+		"keep_jobs":           func(m *Master, v value) error { return v.count(&m.KeepJobs) },
+		"timeout":             func(m *Master, v value) error { return v.count(&m.Timeout) },
+		"worker_threads":      func(m *Master, v value) error { return v.count(&m.WorkerThreads) },
+		"utc_jid":             func(m *Master, v value) error { return v.bool(&m.UTCJID) },
+		"jid_node": func(m *Master, v value) error {
+			i, err := v.integer()
+			if err == nil && (i < 0 || i > 999) {
+				err = fmt.Errorf("expected a number from 0 to 999, got %d", i)
+			}
+			if err == nil {
+				m.JIDNode = i
+			}
+			return err
+		},
 		"log_level":              func(m *Master, v value) error { return v.logLevel(&m.LogLevel) },
 		"log_file":               func(m *Master, v value) error { return v.str(&m.LogFile) },
 		"log_level_logfile":      func(m *Master, v value) error { return v.logLevel(&m.LogLevelLogfile) },

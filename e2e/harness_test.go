@@ -84,6 +84,8 @@ type cluster struct {
 	master *proc
 	agents map[string]*proc
 	extra  string // more master config
+	iface  string // the master's interface; "" is 127.0.0.1
+	netns  string // the network namespace the master runs in; "" is the test's
 }
 
 func newCluster(t *testing.T, masterExtra string) *cluster {
@@ -114,8 +116,12 @@ func (c *cluster) writeMasterConfig() {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		c.t.Fatal(err)
 	}
-	conf := fmt.Sprintf("root_dir: %s\ninterface: 127.0.0.1\nport: %d\nlog_file: ''\ntimeout: 10\n%s",
-		filepath.Join(c.root, "master"), c.port, c.extra)
+	iface := c.iface
+	if iface == "" {
+		iface = "127.0.0.1"
+	}
+	conf := fmt.Sprintf("root_dir: %s\ninterface: %s\nport: %d\nlog_file: ''\ntimeout: 10\n%s",
+		filepath.Join(c.root, "master"), iface, c.port, c.extra)
 	if err := os.WriteFile(filepath.Join(dir, "master"), []byte(conf), 0o644); err != nil {
 		c.t.Fatal(err)
 	}
@@ -155,7 +161,11 @@ func (c *cluster) startMasterAt(level string) {
 	c.t.Helper()
 	c.writeMasterConfig()
 	sock := filepath.Join(c.root, "master", "var", "run", "halite", "master", "master.sock")
-	c.master = c.start("halite-master", "-c", c.masterDir(), "-l", level)
+	if c.netns != "" {
+		c.master = c.startRaw("/usr/sbin/ip", "netns", "exec", c.netns, filepath.Join(binDir, "halite-master"), "-c", c.masterDir(), "-l", level)
+	} else {
+		c.master = c.start("halite-master", "-c", c.masterDir(), "-l", level)
+	}
 	waitFor(c.t, 20*time.Second, "master socket", func() bool {
 		select {
 		case <-c.master.done:

@@ -1,6 +1,7 @@
 package event
 
 import (
+	"fmt"
 	"sync"
 	"time"
 )
@@ -24,10 +25,18 @@ func Stamp(t time.Time) string {
 // clock stands still or steps back: an id that would not be greater than
 // the previous one is the previous one plus a microsecond. The zero value
 // is ready to use and is safe for concurrent use.
+//
+// With Node set (masters of a multimaster set, Halite's jid_node), the
+// last three digits are the node and the time is kept to the millisecond:
+// ids of two generators with different nodes never collide, and the id
+// still reads as a Salt jid (a time, to the microsecond).
 type JIDGen struct {
 	// UTC makes ids from UTC time (Salt's utc_jid option). By default they
 	// are local time, as in Salt.
 	UTC bool
+	// Node, when it is 0 to 999 and HasNode is set, ends every id.
+	Node    int
+	HasNode bool
 
 	mu   sync.Mutex
 	last time.Time
@@ -42,9 +51,13 @@ func (g *JIDGen) Next() string {
 	if g.now != nil {
 		now = g.now
 	}
-	t := now().Truncate(time.Microsecond)
+	step := time.Microsecond
+	if g.HasNode {
+		step = time.Millisecond
+	}
+	t := now().Truncate(step)
 	if !g.last.IsZero() && !t.After(g.last) {
-		t = g.last.Add(time.Microsecond)
+		t = g.last.Add(step)
 	}
 	g.last = t
 	if g.UTC {
@@ -52,7 +65,11 @@ func (g *JIDGen) Next() string {
 	} else {
 		t = t.Local()
 	}
-	return formatJID(t)
+	s := formatJID(t)
+	if g.HasNode {
+		s = s[:17] + fmt.Sprintf("%03d", g.Node%1000)
+	}
+	return s
 }
 
 func formatJID(t time.Time) string {

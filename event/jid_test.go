@@ -110,3 +110,29 @@ func TestJIDTime(t *testing.T) {
 		t.Errorf("JIDTime(\"nope\") got ok, want not ok")
 	}
 }
+
+func TestJIDGenNode(t *testing.T) {
+	clock := time.Date(2026, 11, 23, 14, 0, 0, 123456789, time.UTC)
+	a := JIDGen{UTC: true, Node: 7, HasNode: true, now: func() time.Time { return clock }}
+	b := JIDGen{UTC: true, Node: 42, HasNode: true, now: func() time.Time { return clock }}
+	seen := map[string]bool{}
+	for i := 0; i < 1000; i++ {
+		for _, g := range []*JIDGen{&a, &b} {
+			jid := g.Next()
+			if !IsJID(jid) || len(jid) != 20 {
+				t.Fatalf("Next() = %q, want a 20-digit jid", jid)
+			}
+			if seen[jid] {
+				t.Fatalf("jid %s made twice", jid)
+			}
+			seen[jid] = true
+		}
+	}
+	first := JIDGen{UTC: true, Node: 7, HasNode: true, now: func() time.Time { return clock }}
+	if got, want := first.Next(), "20261123140000123007"; got != want {
+		t.Errorf("Next() = %s, want %s (milliseconds, then the node)", got, want)
+	}
+	if got, ok := JIDTime(first.Next(), time.UTC); !ok || got.Sub(clock) > 2*time.Millisecond || clock.Sub(got) > time.Millisecond {
+		t.Errorf("JIDTime of a node jid = %v, %v; want about %v", got, ok, clock)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net"
 	"os"
 	"path/filepath"
@@ -64,6 +65,7 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 		closing: make(chan struct{}),
 	}
 	m.jids.UTC = cfg.UTCJID
+	m.jids.Node, m.jids.HasNode = jidNode(cfg), true
 	id, created, err := protocol.LoadOrCreateIdentity(cfg.PkiDir, "master")
 	if err != nil {
 		return nil, fmt.Errorf("master identity: %w", err)
@@ -149,7 +151,7 @@ func (m *Master) Run(ctx context.Context) error {
 	defer apiLn.Close()
 	m.addr = ln.Addr()
 	m.log.Info("master listening", zap.Stringer("addr", m.addr), zap.String("socket", sock),
-		zap.String("finger", m.Fingerprint()))
+		zap.String("finger", m.Fingerprint()), zap.Int("jid_node", m.jids.Node))
 	close(m.ready)
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -214,4 +216,18 @@ func (m *Master) jidClock(t time.Time) time.Time {
 	}
 	_, offset := t.Local().Zone()
 	return t.Add(time.Duration(offset) * time.Second)
+}
+
+// jidNode is the master's jid_node, or one derived from what tells masters
+// apart (host name, listen address, cachedir) when the configuration sets
+// none. Masters of a multimaster set should each set their own: two derived
+// nodes are the same one time in a thousand.
+func jidNode(cfg *config.Master) int {
+	if cfg.JIDNode >= 0 {
+		return cfg.JIDNode
+	}
+	host, _ := os.Hostname()
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%s\x00%s\x00%s", host, cfg.ListenAddr(), cfg.CacheDir)
+	return int(h.Sum32() % 1000)
 }

@@ -198,7 +198,20 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 				fmt.Fprintf(stderr, "\nExiting gracefully on Ctrl-c\nThis job's jid is: %s\nThe minions may not have all finished running and any remaining returns will be available with: halite-run jobs.lookup_jid %s\n", first.JID, first.JID)
 				return &cli.ExitError{Code: 1}
 			}
-			return fmt.Errorf("waiting for returns of job %s: %w (the master may have stopped; look the job up later with: halite-run jobs.lookup_jid %s)", first.JID, err, first.JID)
+			// The master went away (stopped, killed, restarted): say so,
+			// with what came back, and where the rest will be.
+			if progress {
+				output.ClearProgress(stderr)
+			}
+			if o.static && len(collected) > 0 {
+				output.Format(stdout, o.out, collected, oo)
+			}
+			fmt.Fprintf(stderr, "ERROR: the master stopped answering while waiting for the returns of job %s "+
+				"(%d of %d minions returned; %v).\n"+
+				"The agents keep the other returns on disk and deliver them once a master is back "+
+				"(with master_type: failover, to the master they fail over to); look them up there with: "+
+				"halite-run jobs.lookup_jid %s\n", first.JID, done, total, err, first.JID)
+			return &cli.ExitError{Code: 1}
 		}
 		switch r.Kind {
 		case api.KindReturn:
