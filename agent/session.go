@@ -22,7 +22,7 @@ const handshakeTimeout = 10 * time.Second
 func (a *Agent) session(ctx context.Context, addr string) error {
 	a.pinFailed.Store(nil)
 	dctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
-	conn, err := quic.DialAddr(dctx, addr, a.id.ClientTLS(a.pin), protocol.QUICConfig())
+	conn, err := quic.DialAddr(dctx, addr, a.id.ClientTLS(a.checkPeer), protocol.QUICConfig())
 	cancel()
 	if err != nil {
 		if pe := a.pinFailed.Load(); pe != nil {
@@ -57,6 +57,9 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	var acks bool // the master acknowledges returns and events
 	switch msg := msg.(type) {
 	case *protocol.KeyStatus:
+		if err := a.pinAfterStatus(conn, msg); err != nil {
+			return err
+		}
 		if msg.Status != protocol.KeyAccepted {
 			return &errNotAccepted{status: msg.Status}
 		}

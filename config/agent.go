@@ -18,6 +18,7 @@ type Agent struct {
 	Master                 []string `yaml:"master"` // a string or a list
 	MasterPort             int      `yaml:"master_port"`
 	MasterFinger           string   `yaml:"master_finger"`
+	RelayFinger            string   `yaml:"relay_finger"` // the relay's key, for a device behind one
 	MasterType             string   `yaml:"master_type"` // str, failover or disable
 	MasterAliveInterval    int      `yaml:"master_alive_interval"`
 	MasterFailback         bool     `yaml:"master_failback"`
@@ -98,6 +99,7 @@ var agentRole = &role[Agent]{
 		"master":                   func(a *Agent, v value) error { return v.strList(&a.Master, false) },
 		"master_port":              func(a *Agent, v value) error { return v.port(&a.MasterPort) },
 		"master_finger":            func(a *Agent, v value) error { return v.str(&a.MasterFinger) },
+		"relay_finger":             func(a *Agent, v value) error { return v.str(&a.RelayFinger) },
 		"master_type":              func(a *Agent, v value) error { return v.oneOf(&a.MasterType, "str", "failover", "disable") },
 		"master_alive_interval":    func(a *Agent, v value) error { return v.count(&a.MasterAliveInterval) },
 		"master_failback":          func(a *Agent, v value) error { return v.bool(&a.MasterFailback) },
@@ -130,7 +132,7 @@ var agentRole = &role[Agent]{
 // haliteAgentOptions and haliteMasterOptions are the options each role
 // handles, for the "that is a master option" warning of the other role.
 const (
-	haliteAgentOptions = "id master master_port master_finger master_type master_alive_interval master_failback master_failback_interval random_reauth_delay master_shuffle random_master retry_dns acceptance_wait_time acceptance_wait_time_max grains beacons return file_client relay spool_max"
+	haliteAgentOptions = "id master master_port master_finger relay_finger master_type master_alive_interval master_failback master_failback_interval random_reauth_delay master_shuffle random_master retry_dns acceptance_wait_time acceptance_wait_time_max grains beacons return file_client relay spool_max"
 	// haliteMasterRawOptions are Halite's own master options that the
 	// parts using them read from Master.Raw.
 	haliteMasterRawOptions = "reactor_max_depth returner_queue_max max_frame"

@@ -44,6 +44,7 @@ type Master struct {
 	jids  event.JIDGen
 
 	minions *registry
+	relays  relays // connected relays' links (relays.go)
 	reactor masterReactor // see reactor.go
 
 	ready   chan struct{}
@@ -63,6 +64,7 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 		ready:   make(chan struct{}),
 		closing: make(chan struct{}),
 	}
+	m.relays.sem = make(chan struct{}, relayAdmit)
 	m.jids.UTC = cfg.UTCJID
 	id, created, err := protocol.LoadOrCreateIdentity(cfg.PkiDir, "master")
 	if err != nil {
@@ -136,7 +138,9 @@ func (m *Master) Run(ctx context.Context) error {
 	// for the idle timeout.
 	tr := &quic.Transport{Conn: pc, StatelessResetKey: protocol.StatelessResetKey(m.id)}
 	defer tr.Close()
-	ln, err := tr.Listen(m.id.ServerTLS(), protocol.QUICConfig())
+	qc := protocol.QUICConfig()
+	qc.MaxIncomingStreams = maxRelayStreams + 1 // a relay link: one stream per device
+	ln, err := tr.Listen(m.id.ServerTLS(), qc)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
@@ -167,6 +171,7 @@ func (m *Master) Run(ctx context.Context) error {
 		ln.Close()
 		apiLn.Close()
 		m.minions.closeAll()
+		m.relays.closeAll()
 		return nil
 	})
 	err = g.Wait()
