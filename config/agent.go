@@ -19,7 +19,7 @@ type Agent struct {
 	MasterPort             int      `yaml:"master_port"`
 	MasterFinger           string   `yaml:"master_finger"`
 	RelayFinger            string   `yaml:"relay_finger"` // the relay's key, for a device behind one
-	MasterType             string   `yaml:"master_type"` // str, failover or disable
+	MasterType             string   `yaml:"master_type"`  // str, failover or disable
 	MasterAliveInterval    int      `yaml:"master_alive_interval"`
 	MasterFailback         bool     `yaml:"master_failback"`
 	MasterFailbackInterval int      `yaml:"master_failback_interval"`
@@ -51,7 +51,8 @@ type Agent struct {
 	LogLevelLogfile string `yaml:"log_level_logfile"` // "" means LogLevel
 
 	// Relay is the relay: section; an agent with one runs as a relay.
-	Relay map[string]any `yaml:"relay"`
+	// nil: not a relay.
+	Relay *Relay `yaml:"relay"`
 
 	// Raw holds every option as loaded from the files (defaults are not
 	// in it), known or not, for features that read their own options.
@@ -123,7 +124,7 @@ var agentRole = &role[Agent]{
 		"log_level":                func(a *Agent, v value) error { return v.logLevel(&a.LogLevel) },
 		"log_file":                 func(a *Agent, v value) error { return v.str(&a.LogFile) },
 		"log_level_logfile":        func(a *Agent, v value) error { return v.logLevel(&a.LogLevelLogfile) },
-		"relay":                    func(a *Agent, v value) error { return v.anyMap(&a.Relay) },
+		"relay":                    func(a *Agent, v value) error { return v.relay(&a.Relay) },
 	},
 	silent:  setOf(saltMinionOptions, saltCommonOptions),
 	foreign: setOf(saltMasterOptions, haliteMasterOptions),

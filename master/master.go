@@ -44,7 +44,7 @@ type Master struct {
 	jids  event.JIDGen
 
 	minions *registry
-	relays  relays // connected relays' links (relays.go)
+	relays  relays        // connected relays' links (relays.go)
 	reactor masterReactor // see reactor.go
 
 	ready   chan struct{}

@@ -13,10 +13,12 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/halite-fleet/halite/agent"
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/internal/cli"
+	"github.com/halite-fleet/halite/relay"
 )
 
 type options struct {
@@ -78,5 +80,17 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return nil
 	}
 	log.Info("starting", zap.String("version", agent.Version), zap.String("id", cfg.ID))
-	return a.Run(ctx)
+	if cfg.Relay == nil {
+		return a.Run(ctx)
+	}
+	// A relay: the agent's own session, and the relay beside it.
+	r, err := relay.New(relay.Options{Config: cfg, Identity: a.Identity(), Version: agent.Version,
+		Log: log.Named("relay"), Event: a.SendEvent})
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return a.Run(gctx) })
+	g.Go(func() error { return r.Run(gctx) })
+	return g.Wait()
 }

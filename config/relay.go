@@ -1,0 +1,117 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Relay is an agent's relay: section. An agent with one is a relay: beside
+// its own session with the master it listens for device agents on the site
+// network and carries their sessions to the master over one upstream link.
+type Relay struct {
+	Interface  string // address to listen on for devices (default 0.0.0.0)
+	Port       int    // UDP port (default 4506)
+	MaxDevices int    // devices served at once (default 10000, at most 16384)
+	// SpoolMax bounds, in bytes, the returns and events the relay holds for
+	// the master while its upstream link is down (default 64 MiB); past it
+	// the oldest are dropped and counted.
+	SpoolMax int
+	// EventRate and EventBurst limit each device's returns and events
+	// (a token bucket, per second); past the burst a device is dropped.
+	EventRate  int
+	EventBurst int
+	// Heartbeat is the interval in seconds of the relay's heartbeat event
+	// (halite/relay/<id>/heartbeat); 0 turns it off. Default 60.
+	Heartbeat int
+	// Admit is how many device sessions per second the relay opens on its
+	// upstream link, so that a reconnect storm reaches the master at a
+	// bounded rate (default 2000).
+	Admit int
+}
+
+// MaxRelayDevices is the largest max_devices: the master's limit of
+// device streams on one relay link.
+const MaxRelayDevices = 1 << 14
+
+// DefaultRelay returns the relay: defaults.
+func DefaultRelay() *Relay {
+	return &Relay{Interface: "0.0.0.0", Port: 4506, MaxDevices: 10000, SpoolMax: 64 << 20,
+		EventRate: 100, EventBurst: 1000, Heartbeat: 60, Admit: 2000}
+}
+
+// atLine is an option's error about one line inside its value.
+type atLine struct {
+	line int
+	msg  string
+}
+
+func (e *atLine) Error() string { return e.msg }
+
+// relay parses the relay: mapping; `relay: {}` (or `relay: true`) is a
+// relay with every default.
+func (v value) relay(dst **Relay) error {
+	n := v.node()
+	r := DefaultRelay()
+	if n.Kind == yaml.ScalarNode {
+		var on bool
+		if err := v.bool(&on); err != nil {
+			return fmt.Errorf("expected a mapping of relay options, got %s", describe(n))
+		}
+		if on {
+			*dst = r
+		}
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("expected a mapping of relay options, got %s", describe(n))
+	}
+	opts := map[string]func(value) error{
+		"interface":   func(v value) error { return v.str(&r.Interface) },
+		"port":        func(v value) error { return v.port(&r.Port) },
+		"max_devices": func(v value) error { return positive(v, &r.MaxDevices, MaxRelayDevices) },
+		"spool_max":   func(v value) error { return v.count(&r.SpoolMax) },
+		"event_rate":  func(v value) error { return positive(v, &r.EventRate, 1<<20) },
+		"event_burst": func(v value) error { return positive(v, &r.EventBurst, 1<<20) },
+		"heartbeat":   func(v value) error { return v.count(&r.Heartbeat) },
+		"admit":       func(v value) error { return positive(v, &r.Admit, 1<<20) },
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := resolve(n.Content[i]), n.Content[i+1]
+		set, ok := opts[k.Value]
+		if k.Kind != yaml.ScalarNode || !ok {
+			return &atLine{k.Line, fmt.Sprintf("unknown relay option %s (known: interface, port, max_devices, spool_max, event_rate, event_burst, heartbeat, admit)", describe(k))}
+		}
+		if isNull(val) {
+			continue
+		}
+		if err := set(value{val}); err != nil {
+			return &atLine{k.Line, fmt.Sprintf("%s: %v", k.Value, err)}
+		}
+	}
+	*dst = r
+	return nil
+}
+
+func positive(v value, dst *int, max int) error {
+	i, err := v.integer()
+	if err != nil {
+		return err
+	}
+	if i < 1 || i > max {
+		return fmt.Errorf("expected an integer from 1 to %d, got %d", max, i)
+	}
+	*dst = i
+	return nil
+}
+
+// optionError places a setter's error at the line it names, else at the
+// option's own line.
+func optionError(file string, line int, key string, err error) *Error {
+	var al *atLine
+	if errors.As(err, &al) {
+		return &Error{File: file, Line: al.line, Msg: "relay: " + al.msg}
+	}
+	return &Error{File: file, Line: line, Msg: fmt.Sprintf("%s: %v", key, err)}
+}
