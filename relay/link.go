@@ -68,6 +68,9 @@ func (r *Relay) runLink(ctx context.Context, addr string) error {
 		return fmt.Errorf("dial master %s: %w", addr, err)
 	}
 	defer conn.CloseWithError(0, "")
+	// Cancelling ctx unblocks the reads below.
+	unblock := context.AfterFunc(ctx, func() { conn.CloseWithError(0, "") })
+	defer unblock()
 	masterPub, err := protocol.PeerKey(conn.ConnectionState().TLS)
 	if err != nil {
 		return err
