@@ -19,7 +19,9 @@ type Relay struct {
 	// the oldest are dropped and counted.
 	SpoolMax int
 	// EventRate and EventBurst limit each device's returns and events
-	// (a token bucket, per second); past the burst a device is dropped.
+	// (a token bucket, per second); past the burst the relay stops reading
+	// the device until it is within its rate again (nothing is lost: QUIC
+	// holds the device back and its agent keeps the rest in its spool).
 	EventRate  int
 	EventBurst int
 	// Heartbeat is the interval in seconds of the relay's heartbeat event

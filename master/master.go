@@ -132,6 +132,7 @@ func (m *Master) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	defer pc.Close() // the Transport does not close a conn it was given
 	// The stateless reset key is derived from the master's identity, so a
 	// restarted master resets the connections of its previous life at
 	// their next packet and agents reconnect at once instead of waiting

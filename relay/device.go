@@ -247,8 +247,7 @@ func (r *Relay) readDevice(d *device, f *protocol.Framer) {
 				drop(protocol.KindWrongID, msg.Type().String()+" made under another id than "+d.id)
 				return
 			}
-			if !d.limit.take(time.Now()) {
-				drop(protocol.KindRateLimited, "returns and events over the relay's event_rate/event_burst")
+			if !r.throttle(d) {
 				return
 			}
 			wire := protocol.AppendFrame(nil, b)
@@ -295,5 +294,26 @@ func (r *Relay) forwardUp(d *device, seq uint64, wire []byte) {
 	d.mu.Unlock()
 	if up != nil {
 		up.send(wire)
+	}
+}
+
+// throttle waits for the device's next token (relay: event_rate and
+// event_burst): a device over its rate is not read meanwhile, so QUIC's
+// flow control holds it back and its agent keeps the rest in its spool.
+// Nothing is lost and nobody else waits. It reports false if the device
+// went away meanwhile.
+func (r *Relay) throttle(d *device) bool {
+	w := d.limit.wait(time.Now())
+	if w == 0 {
+		return true
+	}
+	r.throttled.Add(1)
+	t := time.NewTimer(w)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-d.conn.Context().Done():
+		return false
 	}
 }

@@ -133,6 +133,7 @@ func (tm *testMaster) boot(t *testing.T) {
 	select {
 	case <-m.Ready():
 	case err := <-tm.run.done:
+		tm.run.done <- err
 		t.Fatalf("master Run returned before listening: %v", err)
 	case <-time.After(waitTimeout):
 		t.Fatal("master not ready")

@@ -30,16 +30,18 @@ func (b *bucket) take(now time.Time) bool {
 	return true
 }
 
-// wait returns how long until a token is there (0: one is, and it is taken).
+// wait takes a token, possibly one still to come, and returns how long
+// until it is there (0: now). A caller that waits that long before going
+// on keeps to the rate.
 func (b *bucket) wait(now time.Time) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refill(now)
-	if b.tokens >= 1 {
-		b.tokens--
+	b.tokens--
+	if b.tokens >= 0 {
 		return 0
 	}
-	return time.Duration((1 - b.tokens) / b.rate * float64(time.Second))
+	return time.Duration(-b.tokens / b.rate * float64(time.Second))
 }
 
 func (b *bucket) refill(now time.Time) {

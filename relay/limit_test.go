@@ -19,11 +19,12 @@ func TestBucket(t *testing.T) {
 	if got, want := b.wait(now), 100*time.Millisecond; got != want {
 		t.Errorf("wait with an empty bucket: got %v, want %v", got, want)
 	}
-	now = now.Add(250 * time.Millisecond) // 2.5 tokens
-	for i := 0; i < 2; i++ {
-		if !b.take(now) {
-			t.Fatalf("take %d after refill: got false, want true", i)
-		}
+	if got, want := b.wait(now), 200*time.Millisecond; got != want {
+		t.Errorf("wait again: got %v, want %v (the first wait reserved a token)", got, want)
+	}
+	now = now.Add(350 * time.Millisecond) // 3.5 tokens, 2 of them reserved
+	if !b.take(now) {
+		t.Fatalf("take after refill: got false, want true")
 	}
 	if b.take(now) {
 		t.Errorf("take a half token: got true, want false")

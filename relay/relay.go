@@ -51,6 +51,7 @@ type Relay struct {
 	wg sync.WaitGroup // device sessions and their goroutines
 
 	droppedDevices atomic.Uint64 // devices dropped for bad behaviour
+	throttled      atomic.Uint64 // returns and events that waited for the device's rate
 	reported       uint64        // spool drops already reported; linkLoop only
 
 	// tamper, set only by tests, alters frames the relay forwards (jobs
@@ -101,6 +102,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("relay listen on %s: %w", addr, err)
 	}
+	defer pc.Close() // the Transport does not close a conn it was given
 	tr := &quic.Transport{Conn: pc, StatelessResetKey: protocol.StatelessResetKey(r.o.Identity)}
 	defer tr.Close()
 	ln, err := tr.Listen(r.o.Identity.ServerTLS(), protocol.QUICConfig())
@@ -170,6 +172,7 @@ type Stats struct {
 	SpoolItems     int    //
 	SpoolDropped   uint64 // items dropped for room, ever (their devices resent them)
 	DroppedDevices uint64 // devices disconnected for bad behaviour, ever
+	Throttled      uint64 // returns and events held back by event_rate, ever
 }
 
 // Stats returns the relay's counters now.
@@ -182,7 +185,7 @@ func (r *Relay) Stats() Stats {
 	}
 	b, items, dropped := r.store.stats()
 	return Stats{Devices: n, Upstream: r.link.Load() != nil, SpoolBytes: b, SpoolItems: items,
-		SpoolDropped: dropped, DroppedDevices: r.droppedDevices.Load()}
+		SpoolDropped: dropped, DroppedDevices: r.droppedDevices.Load(), Throttled: r.throttled.Load()}
 }
 
 // event fires an event as the relay's agent.
@@ -217,6 +220,7 @@ func (r *Relay) heartbeatLoop(ctx context.Context) error {
 		r.event("halite/relay/"+r.o.Config.ID+"/heartbeat", map[string]any{
 			"devices": st.Devices, "upstream": st.Upstream, "spool_bytes": st.SpoolBytes,
 			"spool_items": st.SpoolItems, "spool_dropped": st.SpoolDropped, "devices_dropped": st.DroppedDevices,
+			"throttled": st.Throttled,
 		})
 	}
 }
