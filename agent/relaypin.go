@@ -2,7 +2,6 @@ package agent
 
 import (
 	"crypto/ed25519"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,20 +25,42 @@ import (
 // relayPinFile is where the relay's key is recorded on first use.
 const relayPinFile = "minion_relay.pub"
 
+// Pin states of a key: nothing pinned, the pinned key, another key.
+const (
+	pinNone = iota
+	pinSame
+	pinOther
+)
+
+// pinState compares pub with the key pinned by the fingerprint option
+// finger, else by pki_dir/file.
+func (a *Agent) pinState(finger, file string, pub ed25519.PublicKey) int {
+	if finger != "" {
+		if protocol.SameFingerprint(finger, protocol.Fingerprint(pub)) {
+			return pinSame
+		}
+		return pinOther
+	}
+	b, err := os.ReadFile(filepath.Join(a.cfg.PkiDir, file))
+	if err != nil {
+		return pinNone
+	}
+	if old, err := protocol.ParsePublicKey(b); err == nil && old.Equal(pub) {
+		return pinSame
+	}
+	return pinOther
+}
+
 // checkPeer is the TLS handshake's check of the peer's key.
 func (a *Agent) checkPeer(pub ed25519.PublicKey) error {
-	master, masterKnown := a.pinnedMaster()
-	if masterKnown && master(pub) {
+	m := a.pinState(a.cfg.MasterFinger, "minion_master.pub", pub)
+	if m == pinSame {
 		return a.pin(pub)
 	}
-	relay, relayKnown := a.pinnedRelay()
-	if relayKnown && relay(pub) {
-		return nil
+	if m == pinNone || a.pinState(a.cfg.RelayFinger, relayPinFile, pub) != pinOther {
+		return nil // decided by pinAfterStatus
 	}
-	if masterKnown && relayKnown {
-		return a.pinFail(fmt.Sprintf("peer key %s is neither the pinned master's nor the pinned relay's", protocol.Fingerprint(pub)))
-	}
-	return nil // decided by pinAfterStatus
+	return a.pinFail(fmt.Sprintf("peer key %s is neither the pinned master's nor the pinned relay's", protocol.Fingerprint(pub)))
 }
 
 // pinAfterStatus pins the peer of conn once its KeyStatus st is read, as
@@ -58,62 +79,20 @@ func (a *Agent) pinAfterStatus(conn *quic.Conn, st *protocol.KeyStatus) error {
 	return a.pin(ed25519.PublicKey(st.MasterKey))
 }
 
-// pinnedMaster returns a test for the master's key when one is pinned.
-func (a *Agent) pinnedMaster() (func(ed25519.PublicKey) bool, bool) {
-	if a.cfg.MasterFinger != "" {
-		return func(p ed25519.PublicKey) bool {
-			return protocol.SameFingerprint(a.cfg.MasterFinger, protocol.Fingerprint(p))
-		}, true
-	}
-	if old, err := readPub(filepath.Join(a.cfg.PkiDir, "minion_master.pub")); err == nil {
-		return func(p ed25519.PublicKey) bool { return old.Equal(p) }, true
-	}
-	return nil, false
-}
-
-// pinnedRelay returns a test for the relay's key when one is pinned.
-func (a *Agent) pinnedRelay() (func(ed25519.PublicKey) bool, bool) {
-	if f := a.cfg.RelayFinger; f != "" {
-		return func(p ed25519.PublicKey) bool { return protocol.SameFingerprint(f, protocol.Fingerprint(p)) }, true
-	}
-	if old, err := readPub(filepath.Join(a.cfg.PkiDir, relayPinFile)); err == nil {
-		return func(p ed25519.PublicKey) bool { return old.Equal(p) }, true
-	}
-	return nil, false
-}
-
 // pinRelay checks the relay's key against relay_finger, or the key
 // recorded on first use, recording it if none is.
 func (a *Agent) pinRelay(pub ed25519.PublicKey) error {
 	fp := protocol.Fingerprint(pub)
-	if f := a.cfg.RelayFinger; f != "" {
-		if !protocol.SameFingerprint(f, fp) {
-			return a.pinFail(fmt.Sprintf("relay key fingerprint %s does not match relay_finger %s", fp, f))
-		}
+	switch a.pinState(a.cfg.RelayFinger, relayPinFile, pub) {
+	case pinSame:
 		return nil
+	case pinOther:
+		return a.pinFail(fmt.Sprintf("relay key %s is not the pinned one (relay_finger, or pki_dir/%s: remove that file if the relay was replaced on purpose)", fp, relayPinFile))
 	}
 	path := filepath.Join(a.cfg.PkiDir, relayPinFile)
-	old, err := readPub(path)
-	switch {
-	case err == nil:
-		if !old.Equal(pub) {
-			return a.pinFail(fmt.Sprintf("relay key changed: it is now %s, pinned %s in %s; if the relay was replaced on purpose, remove that file", fp, protocol.Fingerprint(old), path))
-		}
-	case errors.Is(err, os.ErrNotExist):
-		if err := os.WriteFile(path, protocol.EncodePublicKey(pub), 0o644); err != nil {
-			return fmt.Errorf("record relay key: %w", err)
-		}
-		a.log.Info("pinned the relay's key on first use", zap.String("finger", fp), zap.String("file", path))
-	default:
-		return a.pinFail(fmt.Sprintf("pinned relay key %s is unreadable: %v", path, err))
+	if err := os.WriteFile(path, protocol.EncodePublicKey(pub), 0o644); err != nil {
+		return fmt.Errorf("record relay key: %w", err)
 	}
+	a.log.Info("pinned the relay's key on first use", zap.String("finger", fp), zap.String("file", path))
 	return nil
-}
-
-func readPub(path string) (ed25519.PublicKey, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return protocol.ParsePublicKey(b)
 }

@@ -192,7 +192,6 @@ func TestAgentOptions(t *testing.T) {
 			a.Relay.Interface, a.Relay.Port, a.Relay.SpoolMax = "10.0.0.1", 4600, 1024
 		}},
 		{"relay defaults", "relay: {}\n", func(a *Agent) { a.Relay = DefaultRelay() }},
-		{"relay yes", "relay: yes\n", func(a *Agent) { a.Relay = DefaultRelay() }},
 		{"relay_finger", "relay_finger: 'ab:cd'\n", func(a *Agent) { a.RelayFinger = "ab:cd" }},
 	}
 	for _, tt := range tests {

@@ -51,21 +51,11 @@ type atLine struct {
 
 func (e *atLine) Error() string { return e.msg }
 
-// relay parses the relay: mapping; `relay: {}` (or `relay: true`) is a
-// relay with every default.
+// relay parses the relay: mapping; `relay: {}` is a relay with every
+// default.
 func (v value) relay(dst **Relay) error {
 	n := v.node()
 	r := DefaultRelay()
-	if n.Kind == yaml.ScalarNode {
-		var on bool
-		if err := v.bool(&on); err != nil {
-			return fmt.Errorf("expected a mapping of relay options, got %s", describe(n))
-		}
-		if on {
-			*dst = r
-		}
-		return nil
-	}
 	if n.Kind != yaml.MappingNode {
 		return fmt.Errorf("expected a mapping of relay options, got %s", describe(n))
 	}

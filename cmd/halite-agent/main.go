@@ -13,12 +13,10 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/halite-fleet/halite/agent"
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/internal/cli"
-	"github.com/halite-fleet/halite/relay"
 )
 
 type options struct {
@@ -83,14 +81,5 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if cfg.Relay == nil {
 		return a.Run(ctx)
 	}
-	// A relay: the agent's own session, and the relay beside it.
-	r, err := relay.New(relay.Options{Config: cfg, Identity: a.Identity(), Version: agent.Version,
-		Log: log.Named("relay"), Event: a.SendEvent})
-	if err != nil {
-		return err
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return a.Run(gctx) })
-	g.Go(func() error { return r.Run(gctx) })
-	return g.Wait()
+	return runRelay(ctx, cfg, a, log)
 }
