@@ -99,7 +99,7 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 	for _, id := range minions {
 		s := m.minions.session(id)
 		if s != nil && s.relay != nil {
-			// Behind a relay: one RelayJob per relay, below.
+			// Behind a relay: one job per relay, below.
 			if byRelay == nil {
 				byRelay = make(map[*relayLink][]string)
 			}

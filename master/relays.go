@@ -16,7 +16,7 @@ import (
 
 // A relay link is a connection a relay (an accepted agent) opens with
 // Hello.Relay set. Its first stream is the link's control stream: the
-// master sends RelayJob on it, once per job per relay. Every further stream
+// master sends each job on it once per relay (protocol.Job, with IDs). Every further stream
 // the relay opens is one device behind it: the device's own Hello (with its
 // key in Hello.Pub, proved by its KXSig), then the device's session exactly
 // as on a direct connection, MAC-tagged end to end with a key the relay
@@ -229,7 +229,7 @@ func (m *Master) serveRelayed(ctx context.Context, l *relayLink, stream *quic.St
 }
 
 // masterMatched reports whether the relay cannot evaluate tgt itself, so
-// that a RelayJob must name the devices (nodegroups, pillar).
+// that the job sent to a relay must name the devices (nodegroups, pillar).
 func masterMatched(tgt, tgtType, delim string) bool {
 	switch tgtType {
 	case "nodegroup", "pillar", "pillar_pcre", "pillar_exact":
@@ -240,7 +240,7 @@ func masterMatched(tgt, tgtType, delim string) bool {
 }
 
 // fanOut sends a signed job (its frame body) to the devices among ids that
-// are behind relays: one RelayJob per relay. It returns the ids it could
+// are behind relays: one Job per relay, on its link's control stream. It returns the ids it could
 // not hand to a relay.
 func (m *Master) fanOut(job *protocol.Job, byRelay map[*relayLink][]string, needIDs bool) (failed []string) {
 	links := make([]*relayLink, 0, len(byRelay))
@@ -250,7 +250,7 @@ func (m *Master) fanOut(job *protocol.Job, byRelay map[*relayLink][]string, need
 	sort.Slice(links, func(i, j int) bool { return links[i].id < links[j].id })
 	var plain []byte
 	for _, l := range links {
-		rj := &protocol.RelayJob{Signed: job.Signed}
+		rj := &protocol.Job{Signed: job.Signed}
 		if needIDs {
 			rj.IDs = byRelay[l]
 		}

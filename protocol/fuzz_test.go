@@ -37,7 +37,7 @@ func seedMessages(tb testing.TB) []Message {
 		&Ping{Seq: 1}, &Pong{Seq: 1 << 40}, &Error{Kind: KindNotAccepted, Msg: "pending"}, &Ack{Seq: 3},
 		&Hello{ID: "cam1", Caps: CapabilityVersion, Pub: fuzzKey.Public().(ed25519.PublicKey), KX: make([]byte, 32), KXSig: make([]byte, 64)},
 		&KeyStatus{Status: KeyPending, Caps: CapabilityVersion, MasterKey: fuzzKey.Public().(ed25519.PublicKey)},
-		&RelayJob{Signed: job.Signed, IDs: []string{"cam1"}},
+		&Job{Signed: job.Signed, IDs: []string{"cam1"}},
 	}
 }
 

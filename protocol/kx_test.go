@@ -84,7 +84,7 @@ func TestKeyAgreement(t *testing.T) {
 		t.Errorf("return tag accepted as an event: %v", err)
 	}
 	// Jobs must carry the master's signature; a MAC never opens a job.
-	j := &Job{r.Signed}
+	j := &Job{Signed: r.Signed}
 	if _, err := j.Open(master.Pub); KindOf(err) != KindBadSig {
 		t.Errorf("MAC-tagged job: %v, want KindBadSig", err)
 	}

@@ -26,16 +26,12 @@ const (
 	// TypeAck acknowledges returns and events, master to agent: those of
 	// the connection up to a sequence number are stored (see Ack).
 	TypeAck Type = 10
-	// TypeRelayJob carries a signed job to a relay, master to relay, once
-	// per relay, on the relay link's first stream (see RelayJob).
-	TypeRelayJob Type = 11
 )
 
 var typeNames = [...]string{
 	TypeHello: "hello", TypeKeyStatus: "key_status", TypeJob: "job",
 	TypeReturn: "return", TypeEvent: "event", TypeGrains: "grains",
 	TypePing: "ping", TypePong: "pong", TypeError: "error", TypeAck: "ack",
-	TypeRelayJob: "relay_job",
 }
 
 func (t Type) String() string {
@@ -90,8 +86,6 @@ func Decode(frame []byte) (Message, error) {
 		m = new(Error)
 	case TypeAck:
 		m = new(Ack)
-	case TypeRelayJob:
-		m = new(RelayJob)
 	default:
 		return nil, Errorf(KindUnknownType, "message type %d", frame[0])
 	}

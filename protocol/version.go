@@ -17,7 +17,7 @@ const ALPN = "halite/1"
 //	   the returns and events it stored, and the agent keeps them on disk
 //	   until then.
 //	5: 2026-11-23: relays. Hello.Pub and KeyStatus.MasterKey for a device's
-//	   Hello forwarded by a relay, RelayJob, a relay link (Hello.Relay, then
+//	   Hello forwarded by a relay, Job.IDs, a relay link (Hello.Relay, then
 //	   one stream per device); the master's key agreement half is derived
 //	   from its key and the agent's half (Identity.SessionKX), so a relay
 //	   can resume a device's session after an upstream reconnect.

@@ -142,7 +142,7 @@ func (r *Relay) readCtrl(ctx context.Context, l *link) error {
 			return fmt.Errorf("read link: %w", err)
 		}
 		switch msg := msg.(type) {
-		case *protocol.RelayJob:
+		case *protocol.Job:
 			r.fanOut(l, msg)
 		case *protocol.Ping:
 			if err := l.ctrl.Write(&protocol.Pong{Seq: msg.Seq}); err != nil {
@@ -157,12 +157,12 @@ func (r *Relay) readCtrl(ctx context.Context, l *link) error {
 	}
 }
 
-// fanOut sends a job to the devices it is for: those the RelayJob names,
+// fanOut sends a job to the devices it is for: those its IDs name,
 // else those its target matches. Devices verify the master's signature
 // themselves; the relay checks it too, so that a forged job costs it
 // nothing.
-func (r *Relay) fanOut(l *link, rj *protocol.RelayJob) {
-	job := rj.Job()
+func (r *Relay) fanOut(l *link, rj *protocol.Job) {
+	job := &protocol.Job{Signed: rj.Signed} // forwarded without IDs
 	body, err := job.Open(l.masterPub)
 	if err != nil {
 		r.log.Warn("relay job refused", zap.Error(err))
