@@ -53,7 +53,7 @@ func (a *Agent) dial(ctx context.Context, l *link) (*masterConn, error) {
 	}
 	var pinErr *pinError
 	pin := func(pub ed25519.PublicKey) error {
-		err := a.pin(pub)
+		err := a.checkPeer(pub)
 		if pe, ok := err.(*pinError); ok {
 			pinErr = pe
 		}
@@ -99,6 +99,9 @@ func (a *Agent) dial(ctx context.Context, l *link) (*masterConn, error) {
 	c := &masterConn{l: l, conn: conn, f: f}
 	switch msg := msg.(type) {
 	case *protocol.KeyStatus:
+		if err := a.pinAfterStatus(conn, msg); err != nil {
+			return nil, err
+		}
 		if msg.Status != protocol.KeyAccepted {
 			return nil, &errNotAccepted{status: msg.Status}
 		}

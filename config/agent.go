@@ -18,7 +18,8 @@ type Agent struct {
 	Master                 []string `yaml:"master"` // a string or a list
 	MasterPort             int      `yaml:"master_port"`
 	MasterFinger           string   `yaml:"master_finger"`
-	MasterType             string   `yaml:"master_type"` // str, failover or disable
+	RelayFinger            string   `yaml:"relay_finger"` // the relay's key, for a device behind one
+	MasterType             string   `yaml:"master_type"`  // str, failover or disable
 	MasterAliveInterval    int      `yaml:"master_alive_interval"`
 	MasterFailback         bool     `yaml:"master_failback"`
 	MasterFailbackInterval int      `yaml:"master_failback_interval"`
@@ -50,7 +51,8 @@ type Agent struct {
 	LogLevelLogfile string `yaml:"log_level_logfile"` // "" means LogLevel
 
 	// Relay is the relay: section; an agent with one runs as a relay.
-	Relay map[string]any `yaml:"relay"`
+	// nil: not a relay.
+	Relay *Relay `yaml:"relay"`
 
 	// Raw holds every option as loaded from the files (defaults are not
 	// in it), known or not, for features that read their own options.
@@ -98,6 +100,7 @@ var agentRole = &role[Agent]{
 		"master":                   func(a *Agent, v value) error { return v.strList(&a.Master, false) },
 		"master_port":              func(a *Agent, v value) error { return v.port(&a.MasterPort) },
 		"master_finger":            func(a *Agent, v value) error { return v.str(&a.MasterFinger) },
+		"relay_finger":             func(a *Agent, v value) error { return v.str(&a.RelayFinger) },
 		"master_type":              func(a *Agent, v value) error { return v.oneOf(&a.MasterType, "str", "failover", "disable") },
 		"master_alive_interval":    func(a *Agent, v value) error { return v.count(&a.MasterAliveInterval) },
 		"master_failback":          func(a *Agent, v value) error { return v.bool(&a.MasterFailback) },
@@ -121,7 +124,7 @@ var agentRole = &role[Agent]{
 		"log_level":                func(a *Agent, v value) error { return v.logLevel(&a.LogLevel) },
 		"log_file":                 func(a *Agent, v value) error { return v.str(&a.LogFile) },
 		"log_level_logfile":        func(a *Agent, v value) error { return v.logLevel(&a.LogLevelLogfile) },
-		"relay":                    func(a *Agent, v value) error { return v.anyMap(&a.Relay) },
+		"relay":                    func(a *Agent, v value) error { return v.relay(&a.Relay) },
 	},
 	silent:  setOf(saltMinionOptions, saltCommonOptions),
 	foreign: setOf(saltMasterOptions, haliteMasterOptions),
@@ -130,7 +133,7 @@ var agentRole = &role[Agent]{
 // haliteAgentOptions and haliteMasterOptions are the options each role
 // handles, for the "that is a master option" warning of the other role.
 const (
-	haliteAgentOptions = "id master master_port master_finger master_type master_alive_interval master_failback master_failback_interval random_reauth_delay master_shuffle random_master retry_dns acceptance_wait_time acceptance_wait_time_max grains beacons return file_client relay spool_max"
+	haliteAgentOptions = "id master master_port master_finger relay_finger master_type master_alive_interval master_failback master_failback_interval random_reauth_delay master_shuffle random_master retry_dns acceptance_wait_time acceptance_wait_time_max grains beacons return file_client relay spool_max"
 	// haliteMasterRawOptions are Halite's own master options that the
 	// parts using them read from Master.Raw.
 	haliteMasterRawOptions = "reactor_max_depth returner_queue_max max_frame"

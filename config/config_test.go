@@ -187,7 +187,12 @@ func TestAgentOptions(t *testing.T) {
 			a.Beacons = map[string]any{"diskusage": []any{map[string]any{"/": "90%"}}}
 		}},
 		{"masterless", "file_client: local\nmaster_type: disable\n", func(a *Agent) { a.FileClient, a.MasterType = "local", "disable" }},
-		{"relay", "relay:\n  listen: 0.0.0.0:4506\n", func(a *Agent) { a.Relay = map[string]any{"listen": "0.0.0.0:4506"} }},
+		{"relay", "relay:\n  interface: 10.0.0.1\n  port: 4600\n  spool_max: 1024\n", func(a *Agent) {
+			a.Relay = DefaultRelay()
+			a.Relay.Interface, a.Relay.Port, a.Relay.SpoolMax = "10.0.0.1", 4600, 1024
+		}},
+		{"relay defaults", "relay: {}\n", func(a *Agent) { a.Relay = DefaultRelay() }},
+		{"relay_finger", "relay_finger: 'ab:cd'\n", func(a *Agent) { a.RelayFinger = "ab:cd" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -331,6 +336,12 @@ func TestErrors(t *testing.T) {
 		agent bool
 		want  string // Error() with the temporary dir replaced by "D"
 	}{
+		{"relay option", map[string]string{"agent": "id: r1\nrelay:\n  port: 4600\n  max_devices: 0\n"}, true,
+			`D/agent:4: relay: max_devices: expected an integer from 1 to 16384, got 0`},
+		{"relay unknown", map[string]string{"agent": "relay:\n\n  listen: x\n"}, true,
+			`D/agent:3: relay: unknown relay option "listen" (known: interface, port, max_devices, spool_max, event_rate, event_burst, heartbeat, admit)`},
+		{"relay list", map[string]string{"agent": "relay: [a]\n"}, true,
+			`D/agent:1: relay: expected a mapping of relay options, got a list`},
 		{"int", map[string]string{"master": "interface: 0.0.0.0\n\nport: abc\n"}, false,
 			`D/master:3: port: expected an integer, got "abc"`},
 		{"int from list", map[string]string{"master": "keep_jobs: [1]\n"}, false,

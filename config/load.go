@@ -116,7 +116,7 @@ func (r *role[T]) loadFile(file string, dst *T, raw map[string]any, warn func(Wa
 				continue // "key:" with no value keeps the default
 			}
 			if err := set(dst, value{v}); err != nil {
-				return &Error{File: file, Line: k.Line, Msg: fmt.Sprintf("%s: %v", key, err)}
+				return optionError(file, k.Line, key, err)
 			}
 			continue
 		}

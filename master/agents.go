@@ -59,6 +59,7 @@ type session struct {
 	since  time.Time
 	toAck  atomic.Uint64 // the highest seq stored or published, to acknowledge
 	acked  uint64        // the highest seq acknowledged; only ackLoop touches it
+	relay  *relayLink    // the relay the agent is behind; nil: a direct connection
 }
 
 // send sends a frame body to the agent without blocking; sendWire does
@@ -166,6 +167,13 @@ func (s *session) close(k protocol.Kind, msg string) {
 			s.stream.SetWriteDeadline(time.Now().Add(time.Second))
 			s.f.WriteFrame(b)
 		}
+		if s.relay != nil {
+			// A device behind a relay: its stream alone ends, the
+			// relay's link and its other devices go on.
+			s.stream.Close()
+			s.stream.CancelRead(quic.StreamErrorCode(k))
+			return
+		}
 		s.conn.CloseWithError(quic.ApplicationErrorCode(k), msg)
 	})
 }
@@ -187,6 +195,37 @@ func (m *Master) serveAgent(ctx context.Context, conn *quic.Conn) {
 		return
 	}
 	f := protocol.NewFramer(stream, m.maxFrame())
+	hello, log, ok := m.readHello(f, stream, log, func(k protocol.Kind, text string) {
+		conn.CloseWithError(quic.ApplicationErrorCode(k), text)
+	})
+	if !ok {
+		return
+	}
+	s := &session{
+		id: hello.ID, pub: pub, conn: conn, stream: stream, f: f,
+		out: make(chan []byte, sendQueue), done: make(chan struct{}),
+		log: log, since: time.Now(),
+	}
+	if !m.admit(ctx, s, hello, "") {
+		// Let the agent read its status before the connection goes.
+		select {
+		case <-conn.Context().Done():
+		case <-time.After(2 * time.Second):
+		case <-ctx.Done():
+		}
+		conn.CloseWithError(quic.ApplicationErrorCode(protocol.KindNotAccepted), "not accepted")
+		return
+	}
+	if hello.Relay {
+		m.serveRelayLink(ctx, s)
+		return
+	}
+	m.runSession(ctx, s, hello)
+}
+
+// readHello reads a stream's first message, which must be a Hello; on
+// failure it tells the peer why, calls closeConn and returns ok false.
+func (m *Master) readHello(f *protocol.Framer, stream *quic.Stream, log *zap.Logger, closeConn func(protocol.Kind, string)) (*protocol.Hello, *zap.Logger, bool) {
 	stream.SetReadDeadline(time.Now().Add(helloTimeout))
 	msg, err := f.Read()
 	stream.SetReadDeadline(time.Time{})
@@ -196,79 +235,102 @@ func (m *Master) serveAgent(ctx context.Context, conn *quic.Conn) {
 			stream.SetWriteDeadline(time.Now().Add(time.Second))
 			f.WriteFrame(b)
 		}
-		conn.CloseWithError(quic.ApplicationErrorCode(k), text)
+		closeConn(k, text)
 	}
 	if err != nil {
 		fail(protocol.KindOf(err), "reading hello: "+err.Error())
-		return
+		return nil, nil, false
 	}
 	hello, ok := msg.(*protocol.Hello)
 	if !ok {
 		fail(protocol.KindUnexpected, "first message must be hello, got "+msg.Type().String())
-		return
+		return nil, nil, false
 	}
 	log = log.With(zap.String("id", hello.ID))
 	if ce := log.Check(zap.DebugLevel, "recv"); ce != nil {
 		ce.Write(zap.String("msg", "hello"), zap.String("version", hello.Version))
 	}
-	dec, err := m.keys.Check(hello.ID, pub)
-	if err != nil {
-		fail(protocol.KindOther, "key store: "+err.Error())
-		return
+	return hello, log, true
+}
+
+// admit runs the key store on the Hello of s, whose pub is the agent's key
+// (s.pub), answers its KeyStatus and agrees the session MAC key. via is the
+// relay the Hello came through ("": direct). It reports whether the key is
+// accepted and the session may go on; otherwise the peer was told why (and,
+// for a relayed device, its stream is closed).
+func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, via string) bool {
+	fail := func(k protocol.Kind, text string) bool {
+		s.log.Warn("refusing agent", zap.Stringer("kind", k), zap.String("reason", text))
+		s.close(k, text)
+		return false
 	}
-	m.bus.Publish(event.TagAuth, map[string]any{
-		"id": hello.ID, "act": dec.Act, "result": dec.Status == protocol.KeyAccepted,
-		"pub": string(protocol.EncodePublicKey(pub)),
-	})
-	status := &protocol.KeyStatus{Status: dec.Status, MasterID: m.name, Caps: protocol.CapabilityVersion}
-	var macKey []byte
-	if dec.Status == protocol.KeyAccepted && hello.KX != nil {
-		if err := protocol.VerifyAgentKX(pub, hello.ID, hello.KX, hello.KXSig); err != nil {
-			fail(protocol.KindBadSig, err.Error())
-			return
+	if via != "" {
+		// The relay is not trusted with identity: the device proves
+		// that it holds the key it claims by signing its half.
+		if hello.Relay || hello.KX == nil {
+			return fail(protocol.KindForbidden, "a relayed hello must carry key agreement and may not open a relay link")
 		}
-		kx, err := protocol.NewKX()
+		if err := protocol.VerifyAgentKX(s.pub, hello.ID, hello.KX, hello.KXSig); err != nil {
+			return fail(protocol.KindBadSig, err.Error())
+		}
+	}
+	dec, err := m.keys.Check(hello.ID, s.pub)
+	if err != nil {
+		return fail(protocol.KindOther, "key store: "+err.Error())
+	}
+	auth := map[string]any{
+		"id": hello.ID, "act": dec.Act, "result": dec.Status == protocol.KeyAccepted,
+		"pub": string(protocol.EncodePublicKey(s.pub)),
+	}
+	if via != "" {
+		auth["relay"] = via
+	}
+	m.bus.Publish(event.TagAuth, auth)
+	status := &protocol.KeyStatus{Status: dec.Status, MasterID: m.name, Caps: protocol.CapabilityVersion}
+	if via != "" {
+		status.MasterKey = m.id.Pub
+	}
+	if dec.Status == protocol.KeyAccepted && hello.KX != nil {
+		if err := protocol.VerifyAgentKX(s.pub, hello.ID, hello.KX, hello.KXSig); err != nil {
+			return fail(protocol.KindBadSig, err.Error())
+		}
+		kx, err := m.id.SessionKX(hello.ID, hello.KX)
 		if err != nil {
-			fail(protocol.KindOther, err.Error())
-			return
+			return fail(protocol.KindBadSig, err.Error())
 		}
 		status.KX = kx.Public()
 		status.KXSig = protocol.SignMasterKX(m.id, hello.ID, hello.KX, status.KX)
-		if macKey, err = kx.MACKey(hello.KX, hello.ID, hello.KX, status.KX); err != nil {
-			fail(protocol.KindBadSig, err.Error())
-			return
+		if s.mac, err = kx.MACKey(hello.KX, hello.ID, hello.KX, status.KX); err != nil {
+			return fail(protocol.KindBadSig, err.Error())
 		}
 	}
-	if err := f.Write(status); err != nil {
-		log.Debug("send key status", zap.Error(err))
-		conn.CloseWithError(0, "")
-		return
+	if err := s.f.Write(status); err != nil {
+		s.log.Debug("send key status", zap.Error(err))
+		s.close(protocol.KindOther, "")
+		return false
 	}
 	if dec.Status != protocol.KeyAccepted {
-		log.Info("agent key not accepted", zap.String("status", dec.Status),
-			zap.String("finger", protocol.Fingerprint(pub)))
-		// Let the agent read its status before the connection goes.
-		stream.Close()
-		select {
-		case <-conn.Context().Done():
-		case <-time.After(2 * time.Second):
-		case <-ctx.Done():
+		s.log.Info("agent key not accepted", zap.String("status", dec.Status),
+			zap.String("finger", protocol.Fingerprint(s.pub)), zap.String("relay", via))
+		s.stream.Close()
+		if via != "" {
+			s.stream.CancelRead(quic.StreamErrorCode(protocol.KindNotAccepted))
 		}
-		conn.CloseWithError(quic.ApplicationErrorCode(protocol.KindNotAccepted), dec.Status)
-		return
+		return false
 	}
-	s := &session{
-		id: hello.ID, pub: pub, mac: macKey, rets: m.agentReturners(log, hello.Returners), conn: conn, stream: stream, f: f,
-		out: make(chan []byte, sendQueue), done: make(chan struct{}),
-		log: log, since: time.Now(),
-	}
+	return true
+}
+
+// runSession serves an accepted agent's session until it ends.
+func (m *Master) runSession(ctx context.Context, s *session, hello *protocol.Hello) {
+	s.rets = m.agentReturners(s.log, hello.Returners)
 	if hello.Grains != nil {
 		m.minions.setGrains(hello.ID, hello.Grains)
 	}
 	if old := m.minions.attach(s); old != nil {
 		old.close(protocol.KindOther, "replaced by a new connection")
 	}
-	log.Info("agent connected")
+	s.log.Info("agent connected")
 	stamp := event.Stamp(time.Now())
 	startData := map[string]any{
 		"id": hello.ID, "cmd": "_minion_event", "pretag": nil,
@@ -291,7 +353,7 @@ func (m *Master) serveAgent(ctx context.Context, conn *quic.Conn) {
 	s.close(protocol.KindOther, "")
 	wg.Wait()
 	m.minions.detach(s)
-	log.Info("agent disconnected")
+	s.log.Info("agent disconnected")
 }
 
 func (m *Master) maxFrame() int {

@@ -45,6 +45,7 @@ type Master struct {
 	jids  event.JIDGen
 
 	minions *registry
+	relays  relays        // connected relays' links (relays.go)
 	reactor masterReactor // see reactor.go
 
 	ready   chan struct{}
@@ -64,6 +65,7 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 		ready:   make(chan struct{}),
 		closing: make(chan struct{}),
 	}
+	m.relays.sem = make(chan struct{}, relayAdmit)
 	m.jids.UTC = cfg.UTCJID
 	m.jids.Node, m.jids.HasNode = jidNode(cfg), true
 	id, created, err := protocol.LoadOrCreateIdentity(cfg.PkiDir, "master")
@@ -132,13 +134,16 @@ func (m *Master) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	defer pc.Close() // the Transport does not close a conn it was given
 	// The stateless reset key is derived from the master's identity, so a
 	// restarted master resets the connections of its previous life at
 	// their next packet and agents reconnect at once instead of waiting
 	// for the idle timeout.
 	tr := &quic.Transport{Conn: pc, StatelessResetKey: protocol.StatelessResetKey(m.id)}
 	defer tr.Close()
-	ln, err := tr.Listen(m.id.ServerTLS(), protocol.QUICConfig())
+	qc := protocol.QUICConfig()
+	qc.MaxIncomingStreams = maxRelayStreams + 1 // a relay link: one stream per device
+	ln, err := tr.Listen(m.id.ServerTLS(), qc)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
@@ -169,6 +174,7 @@ func (m *Master) Run(ctx context.Context) error {
 		ln.Close()
 		apiLn.Close()
 		m.minions.closeAll()
+		m.relays.closeAll()
 		return nil
 	})
 	err = g.Wait()

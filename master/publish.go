@@ -95,11 +95,24 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 		"minions": minions, "missing": []string{}, "user": user, "_stamp": event.Stamp(now),
 	})
 	p := &published{jid: jid, minions: minions}
+	var byRelay map[*relayLink][]string
 	for _, id := range minions {
 		s := m.minions.session(id)
+		if s != nil && s.relay != nil {
+			// Behind a relay: one job per relay, below.
+			if byRelay == nil {
+				byRelay = make(map[*relayLink][]string)
+			}
+			byRelay[s.relay] = append(byRelay[s.relay], id)
+			continue
+		}
 		if s == nil || !s.sendWire(wire) {
 			p.notConnected = append(p.notConnected, id)
 		}
+	}
+	if byRelay != nil {
+		failed := m.fanOut(job, byRelay, masterMatched(req.Tgt, jb.TgtType, req.Delimiter))
+		p.notConnected = append(p.notConnected, failed...)
 	}
 	m.log.Info("published job", zap.String("jid", jid), zap.String("fun", req.Fun),
 		zap.Int("minions", len(minions)), zap.Int("not_connected", len(p.notConnected)))

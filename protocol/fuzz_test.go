@@ -35,6 +35,9 @@ func seedMessages(tb testing.TB) []Message {
 		job, ret, ev,
 		&Grains{Grains: map[string]any{"os": "Debian", "nested": map[string]any{"a": []any{true, false}}}},
 		&Ping{Seq: 1}, &Pong{Seq: 1 << 40}, &Error{Kind: KindNotAccepted, Msg: "pending"}, &Ack{Seq: 3},
+		&Hello{ID: "cam1", Caps: CapabilityVersion, Pub: fuzzKey.Public().(ed25519.PublicKey), KX: make([]byte, 32), KXSig: make([]byte, 64)},
+		&KeyStatus{Status: KeyPending, Caps: CapabilityVersion, MasterKey: fuzzKey.Public().(ed25519.PublicKey)},
+		&Job{Signed: job.Signed, IDs: []string{"cam1"}},
 	}
 }
 

@@ -19,11 +19,21 @@ type Hello struct {
 	// Returners are the agent's `return:` option: returners the master
 	// also sends every return of this agent to (capability 3).
 	Returners []string `cbor:"8,keyasint,omitempty"`
+	// Pub is the agent's ed25519 public key, set by a relay that forwards
+	// a device's Hello on its upstream link (capability 5); on a direct
+	// connection the key comes from the TLS handshake and Pub is empty.
+	// The master believes it only with a KXSig that verifies under it.
+	Pub []byte `cbor:"9,keyasint,omitempty"`
 }
 
 func (*Hello) Type() Type { return TypeHello }
 
-func (h *Hello) validate() error { return ValidID(h.ID) }
+func (h *Hello) validate() error {
+	if h.Pub != nil && len(h.Pub) != 32 {
+		return Errorf(KindMalformed, "hello key is %d bytes, want 32", len(h.Pub))
+	}
+	return ValidID(h.ID)
+}
 
 // ValidID checks an agent id: 1..MaxIDLen bytes, no control characters, no
 // '/' (ids appear in event tags and file names), and not "." or "..".

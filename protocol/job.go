@@ -4,7 +4,20 @@ import "crypto/ed25519"
 
 // Job is a job signed by the master that issued it, master to agent (through
 // any relay, unchanged).
-type Job struct{ Signed }
+//
+// On a relay link's control stream (capability 5) the master sends each
+// job once per relay; IDs then names the devices to send it to when the
+// target is one only the master can evaluate (nodegroups, pillar), and is
+// empty when the relay matches the job's target against its own devices
+// (id and grains from their Hello) with the same targets package. The relay
+// forwards the signed job without IDs, and each device verifies the
+// master's signature itself. IDs lies outside the signature: a relay that
+// alters it can only drop or misdirect a job, which devices refuse unless
+// its target matches them.
+type Job struct {
+	Signed
+	IDs []string `cbor:"3,keyasint,omitempty"`
+}
 
 func (*Job) Type() Type { return TypeJob }
 
@@ -30,7 +43,7 @@ func SignJob(key ed25519.PrivateKey, b *JobBody) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Job{s}, nil
+	return &Job{Signed: s}, nil
 }
 
 // Open verifies the job with the master's public key and decodes its body.

@@ -18,11 +18,19 @@ type KeyStatus struct {
 	// signature (SignMasterKX), when the agent offered key agreement.
 	KX    []byte `cbor:"4,keyasint,omitempty"`
 	KXSig []byte `cbor:"5,keyasint,omitempty"`
+	// MasterKey is the master's ed25519 public key, sent when the Hello
+	// came through a relay (capability 5): the agent's TLS peer is then
+	// the relay, and the agent pins this key (master_finger, or on first
+	// use) to verify jobs and KXSig, and the relay's key separately.
+	MasterKey []byte `cbor:"6,keyasint,omitempty"`
 }
 
 func (*KeyStatus) Type() Type { return TypeKeyStatus }
 
 func (k *KeyStatus) validate() error {
+	if k.MasterKey != nil && len(k.MasterKey) != 32 {
+		return Errorf(KindMalformed, "master key is %d bytes, want 32", len(k.MasterKey))
+	}
 	switch k.Status {
 	case KeyAccepted, KeyPending, KeyRejected, KeyDenied:
 		return nil

@@ -32,6 +32,7 @@ const (
 	domainAgentKX  = "halite kx agent v1\x00"
 	domainMasterKX = "halite kx master v1\x00"
 	infoMAC        = "halite session mac v1\x00"
+	infoSessionKX  = "halite kx master derive v1\x00"
 )
 
 // KX is one side's ephemeral X25519 key for a session.
@@ -111,4 +112,27 @@ func (k *KX) MACKey(peer []byte, agentID string, agentKX, masterKX []byte) ([]by
 		return nil, fmt.Errorf("derive MAC key: %w", err)
 	}
 	return key, nil
+}
+
+// SessionKX returns the master's half for an agent's session: derived from
+// the master's identity key and the agent's id and half, not random, so
+// that the same Hello always gets the same half and so the same MAC key.
+// A relay whose upstream link drops (or whose master restarts) sends its
+// devices' Hellos again and resumes their sessions where they were: the
+// returns it kept meanwhile still verify. The agent's half is fresh for
+// every connection the agent makes, so every device session still has
+// a key of its own; the relay learns nothing it did not see the first time.
+func (id *Identity) SessionKX(agentID string, agentKX []byte) (*KX, error) {
+	if len(agentKX) != 32 {
+		return nil, Errorf(KindBadSig, "agent key agreement half is %d bytes, want 32", len(agentKX))
+	}
+	seed, err := hkdf.Key(sha256.New, id.Priv.Seed(), agentKX, infoSessionKX+agentID, 32)
+	if err != nil {
+		return nil, fmt.Errorf("derive session key: %w", err)
+	}
+	k, err := ecdh.X25519().NewPrivateKey(seed)
+	if err != nil {
+		return nil, fmt.Errorf("derive session key: %w", err)
+	}
+	return &KX{priv: k}, nil
 }

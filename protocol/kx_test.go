@@ -84,7 +84,7 @@ func TestKeyAgreement(t *testing.T) {
 		t.Errorf("return tag accepted as an event: %v", err)
 	}
 	// Jobs must carry the master's signature; a MAC never opens a job.
-	j := &Job{r.Signed}
+	j := &Job{Signed: r.Signed}
 	if _, err := j.Open(master.Pub); KindOf(err) != KindBadSig {
 		t.Errorf("MAC-tagged job: %v, want KindBadSig", err)
 	}
@@ -99,5 +99,41 @@ func BenchmarkOpenReturnMAC(b *testing.B) {
 		if _, err := r.OpenWith(agent.Pub, key, "cam1"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestSessionKXDeterministic(t *testing.T) {
+	master, err := GenerateIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, _ := NewKX()
+	a, err := master.SessionKX("cam1", agent.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := master.SessionKX("cam1", agent.Public())
+	if !bytes.Equal(a.Public(), b.Public()) {
+		t.Errorf("same hello, halves differ: %x, %x", a.Public(), b.Public())
+	}
+	other, _ := NewKX()
+	c, _ := master.SessionKX("cam1", other.Public())
+	d, _ := master.SessionKX("cam2", agent.Public())
+	if bytes.Equal(a.Public(), c.Public()) || bytes.Equal(a.Public(), d.Public()) {
+		t.Errorf("another agent half or id gave the same master half")
+	}
+	k1, err := agent.MACKey(a.Public(), "cam1", agent.Public(), a.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := b.MACKey(agent.Public(), "cam1", agent.Public(), a.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(k1, k2) {
+		t.Errorf("MAC keys differ between agent and master")
+	}
+	if _, err := master.SessionKX("cam1", []byte{1}); err == nil {
+		t.Errorf("SessionKX(short half) = nil error")
 	}
 }

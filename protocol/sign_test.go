@@ -13,7 +13,7 @@ func TestSignatureDomains(t *testing.T) {
 		body   any
 		open   func(Signed) error
 	}{
-		{"job", domainJob, testJobBody(), func(s Signed) error { _, err := (&Job{s}).Open(pub); return err }},
+		{"job", domainJob, testJobBody(), func(s Signed) error { _, err := (&Job{Signed: s}).Open(pub); return err }},
 		{"return", domainReturn, testReturnBody(), func(s Signed) error { _, err := (&Return{Signed: s}).Open(pub, "web01"); return err }},
 		{"event", domainEvent, testEventBody(), func(s Signed) error { _, err := (&Event{Signed: s}).Open(pub, "web01"); return err }},
 	}

@@ -16,8 +16,16 @@ const ALPN = "halite/1"
 //	4: 2026-11-23: Ack; Return.Seq and Event.Seq: the master acknowledges
 //	   the returns and events it stored, and the agent keeps them on disk
 //	   until then.
-const CapabilityVersion = 4
+//	5: 2026-11-23: relays. Hello.Pub and KeyStatus.MasterKey for a device's
+//	   Hello forwarded by a relay, Job.IDs, a relay link (Hello.Relay, then
+//	   one stream per device); the master's key agreement half is derived
+//	   from its key and the agent's half (Identity.SessionKX), so a relay
+//	   can resume a device's session after an upstream reconnect.
+const CapabilityVersion = 5
 
 // CapAck is the first CapabilityVersion whose masters send Ack: an agent
 // talking to an older master drops an item from its outbox once written.
 const CapAck = 4
+
+// CapRelay is the first CapabilityVersion whose masters serve relay links.
+const CapRelay = 5

@@ -78,5 +78,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return nil
 	}
 	log.Info("starting", zap.String("version", agent.Version), zap.String("id", cfg.ID))
-	return a.Run(ctx)
+	if cfg.Relay == nil {
+		return a.Run(ctx)
+	}
+	return runRelay(ctx, cfg, a, log)
 }

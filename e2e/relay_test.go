@@ -1,0 +1,97 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startBehind writes the config of a device agent whose master: is a relay
+// listening on relayPort (first time) and starts it.
+func (c *cluster) startBehind(id string, relayPort int, extra string) *proc {
+	c.t.Helper()
+	dir := c.agentDir(id)
+	if _, err := os.Stat(filepath.Join(dir, "agent")); err != nil {
+		os.MkdirAll(dir, 0o755)
+		conf := fmt.Sprintf("id: %s\nroot_dir: %s\nmaster: 127.0.0.1:%d\nacceptance_wait_time: 1\nlog_file: ''\n%s",
+			id, filepath.Join(c.root, id), relayPort, extra)
+		if err := os.WriteFile(filepath.Join(dir, "agent"), []byte(conf), 0o644); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	p := c.start("halite-agent", "-c", dir, "-l", "info")
+	c.agents[id] = p
+	return p
+}
+
+// TestRelays: a master, two relays (halite-agent with a relay: section)
+// and devices behind them, all real processes: enrolment through a relay,
+// jobs fanned out, the master killed while jobs run (their returns wait and
+// arrive), a relay restarted.
+func TestRelays(t *testing.T) {
+	c := newCluster(t, "")
+	c.startMaster()
+	r1Port, r2Port := freeUDPPort(t), freeUDPPort(t)
+	c.startAgent("r1", fmt.Sprintf("relay:\n  interface: 127.0.0.1\n  port: %d\n  heartbeat: 1\n", r1Port))
+	c.startAgent("r2", fmt.Sprintf("relay:\n  interface: 127.0.0.1\n  port: %d\n", r2Port))
+	c.acceptAll("r1", "r2")
+
+	// Enrolment: the devices' keys wait, pending, until accepted.
+	c.startBehind("d1", r1Port, "grains:\n  role: camera\n")
+	c.startBehind("d2", r1Port, "grains:\n  role: sensor\n")
+	c.startBehind("d3", r2Port, "grains:\n  role: camera\n")
+	waitFor(t, 30*time.Second, "the devices' keys pending", func() bool {
+		keys, _ := c.jsonOut("halite-key", "-L")
+		pre, _ := keys["minions_pre"].([]any)
+		return len(pre) == 3
+	})
+	c.acceptAll("r1", "r2", "d1", "d2", "d3")
+
+	m, r := c.jsonOut("halite", "*", "test.ping")
+	for _, id := range []string{"r1", "r2", "d1", "d2", "d3"} {
+		if m[id] != true {
+			t.Errorf("test.ping '*': %s returned %v, want true\n%s%s", id, m[id], r.stdout, r.stderr)
+		}
+	}
+	m, r = c.jsonOut("halite", "-G", "role:camera", "test.ping")
+	if len(m) != 2 || m["d1"] != true || m["d3"] != true {
+		t.Errorf("test.ping -G role:camera: got %v, want d1 and d3\n%s", m, r.stderr)
+	}
+
+	// The master dies while the devices run a job; their returns wait
+	// (in the relay and in the devices' outboxes) and reach the master
+	// once it is back.
+	r = c.cli("halite", "--async", "d*", "test.sleep", "2")
+	jid := strings.TrimSpace(strings.TrimPrefix(r.stdout, "Executed command with job ID: "))
+	if len(jid) != 20 {
+		t.Fatalf("halite --async: exit %d, stdout %q, stderr %q; want a jid", r.code, r.stdout, r.stderr)
+	}
+	c.kill(c.master)
+	retJID := "\x02\x74" + jid
+	for _, id := range []string{"d1", "d2", "d3"} {
+		waitFor(t, 30*time.Second, "the return in "+id+"'s outbox", func() bool { return c.outboxHolds(id, retJID) })
+	}
+	c.startMaster()
+	waitFor(t, 60*time.Second, "the returns of "+jid+" after the master's restart", func() bool {
+		m, _ := c.jsonOut("halite-run", "jobs.lookup_jid", jid)
+		return m["d1"] == true && m["d2"] == true && m["d3"] == true
+	})
+
+	// A relay restarts: its devices come back.
+	c.stop(c.agents["r1"])
+	c.startAgent("r1", "")
+	c.waitUp("r1", "d1", "d2")
+	m, r = c.jsonOut("halite", "-L", "d1,d2", "test.ping")
+	if m["d1"] != true || m["d2"] != true {
+		t.Errorf("test.ping d1,d2 after r1's restart: got %v\n%s", m, r.stderr)
+	}
+	// manage.down lists a device whose agent stopped.
+	c.stop(c.agents["d3"])
+	waitFor(t, 30*time.Second, "d3 down", func() bool {
+		r := c.cli("halite-run", "manage.down", "--out", "json")
+		return strings.Contains(r.stdout, `"d3"`)
+	})
+}

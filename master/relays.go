@@ -1,0 +1,274 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"go.uber.org/zap"
+
+	"github.com/halite-fleet/halite/protocol"
+	"github.com/halite-fleet/halite/targets"
+)
+
+// A relay link is a connection a relay (an accepted agent) opens with
+// Hello.Relay set. Its first stream is the link's control stream: the
+// master sends each job on it once per relay (protocol.Job, with IDs). Every further stream
+// the relay opens is one device behind it: the device's own Hello (with its
+// key in Hello.Pub, proved by its KXSig), then the device's session exactly
+// as on a direct connection, MAC-tagged end to end with a key the relay
+// cannot compute.
+
+// maxRelayStreams is the most device streams one connection may have open
+// at once: the QUIC stream limit of the master's listener. A direct agent
+// uses one stream; opening more gets nothing but its connection closed.
+const maxRelayStreams = 1 << 14
+
+// relayAdmit bounds the relayed Hellos the master handles at once, over
+// all relays, so that a relay reconnecting with thousands of devices (or
+// many relays after a master restart) queue in QUIC's flow control
+// instead of in the key store.
+const relayAdmit = 64
+
+// relayLink is a connected relay's link.
+type relayLink struct {
+	id   string
+	ctrl *session // the control stream; not a minion session
+
+	mu      sync.Mutex
+	devices map[string]*session
+}
+
+// relays holds the connected relays' links, by relay id.
+type relays struct {
+	mu    sync.RWMutex
+	links map[string]*relayLink
+	sem   chan struct{}
+}
+
+func (r *relays) attach(l *relayLink) (old *relayLink) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.links == nil {
+		r.links = make(map[string]*relayLink)
+	}
+	old = r.links[l.id]
+	r.links[l.id] = l
+	return old
+}
+
+func (r *relays) detach(l *relayLink) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.links[l.id] == l {
+		delete(r.links, l.id)
+	}
+}
+
+// closeAll closes every relay link (the master is shutting down).
+func (r *relays) closeAll() {
+	r.mu.RLock()
+	all := make([]*relayLink, 0, len(r.links))
+	for _, l := range r.links {
+		all = append(all, l)
+	}
+	r.mu.RUnlock()
+	for _, l := range all {
+		l.ctrl.close(protocol.KindShutdown, "master shutting down")
+	}
+}
+
+// list returns the connected relays and their device counts, by id.
+func (r *relays) list() map[string]int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make(map[string]int, len(r.links))
+	for id, l := range r.links {
+		l.mu.Lock()
+		out[id] = len(l.devices)
+		l.mu.Unlock()
+	}
+	return out
+}
+
+// serveRelayLink serves an accepted relay's link: ctrl is its control
+// stream's session. It returns when the link ends, after its devices'
+// sessions ended.
+func (m *Master) serveRelayLink(ctx context.Context, ctrl *session) {
+	l := &relayLink{id: ctrl.id, ctrl: ctrl, devices: make(map[string]*session)}
+	if old := m.relays.attach(l); old != nil {
+		old.ctrl.close(protocol.KindOther, "replaced by a new relay link")
+	}
+	ctrl.log.Info("relay connected")
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		m.writeLoop(ctrl)
+	}()
+	go func() {
+		defer wg.Done()
+		m.acceptDevices(ctx, l, &wg)
+	}()
+	m.readRelayCtrl(ctrl)
+	ctrl.close(protocol.KindOther, "")
+	wg.Wait()
+	m.relays.detach(l)
+	ctrl.log.Info("relay disconnected")
+}
+
+// readRelayCtrl reads the relay's control stream until it ends.
+func (m *Master) readRelayCtrl(ctrl *session) {
+	for {
+		msg, err := ctrl.f.Read()
+		if err != nil {
+			select {
+			case <-ctrl.done:
+				return
+			default:
+			}
+			if k := protocol.KindOf(err); k != protocol.KindOther {
+				ctrl.close(k, err.Error())
+			}
+			return
+		}
+		switch msg := msg.(type) {
+		case *protocol.Ping:
+			if b, err := protocol.Encode(&protocol.Pong{Seq: msg.Seq}); err == nil {
+				ctrl.send(b)
+			}
+		case *protocol.Pong:
+		case *protocol.Error:
+			ctrl.log.Info("relay closing", zap.Stringer("kind", msg.Kind), zap.String("msg", msg.Msg))
+			return
+		default:
+			ctrl.close(protocol.KindUnexpected, "a relay link's control stream may not carry "+msg.Type().String())
+			return
+		}
+	}
+}
+
+// acceptDevices accepts the link's device streams until the link ends;
+// each device's session runs in a goroutine counted in wg.
+func (m *Master) acceptDevices(ctx context.Context, l *relayLink, wg *sync.WaitGroup) {
+	conn := l.ctrl.conn
+	for {
+		select {
+		case m.relays.sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		case <-l.ctrl.done:
+			return
+		}
+		stream, err := conn.AcceptStream(ctx)
+		if err != nil {
+			<-m.relays.sem
+			if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+				l.ctrl.log.Debug("relay link: accept stream", zap.Error(err))
+			}
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.serveRelayed(ctx, l, stream)
+		}()
+	}
+}
+
+// serveRelayed serves one device behind relay l, on its stream. The
+// admission slot taken by acceptDevices is given back once the device's
+// Hello is handled.
+func (m *Master) serveRelayed(ctx context.Context, l *relayLink, stream *quic.Stream) {
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			<-m.relays.sem
+		}
+	}
+	defer release()
+	log := l.ctrl.log.With(zap.String("relay", l.id))
+	f := protocol.NewFramer(stream, m.maxFrame())
+	hello, log, ok := m.readHello(f, stream, log, func(k protocol.Kind, _ string) {
+		stream.Close()
+		stream.CancelRead(quic.StreamErrorCode(k))
+	})
+	if !ok {
+		return
+	}
+	s := &session{
+		id: hello.ID, pub: hello.Pub, conn: l.ctrl.conn, stream: stream, f: f,
+		out: make(chan []byte, sendQueue), done: make(chan struct{}),
+		log: log, since: time.Now(), relay: l,
+	}
+	if len(hello.Pub) != 32 {
+		s.close(protocol.KindMalformed, "a relayed hello must carry the device's key")
+		return
+	}
+	if hello.ID == l.id {
+		s.close(protocol.KindWrongID, "a relay may not speak for itself as a device")
+		return
+	}
+	if !m.admit(ctx, s, hello, l.id) {
+		return
+	}
+	release()
+	l.mu.Lock()
+	l.devices[hello.ID] = s
+	l.mu.Unlock()
+	m.runSession(ctx, s, hello)
+	l.mu.Lock()
+	if l.devices[hello.ID] == s {
+		delete(l.devices, hello.ID)
+	}
+	l.mu.Unlock()
+}
+
+// masterMatched reports whether the relay cannot evaluate tgt itself, so
+// that the job sent to a relay must name the devices (nodegroups, pillar).
+func masterMatched(tgt, tgtType, delim string) bool {
+	switch tgtType {
+	case "nodegroup", "pillar", "pillar_pcre", "pillar_exact":
+		return true
+	}
+	mt, err := targets.Compile(tgt, tgtType, targets.Options{Delimiter: delim})
+	return err != nil || mt.NeedsPillar()
+}
+
+// fanOut sends a signed job (its frame body) to the devices among ids that
+// are behind relays: one Job per relay, on its link's control stream. It returns the ids it could
+// not hand to a relay.
+func (m *Master) fanOut(job *protocol.Job, byRelay map[*relayLink][]string, needIDs bool) (failed []string) {
+	links := make([]*relayLink, 0, len(byRelay))
+	for l := range byRelay {
+		links = append(links, l)
+	}
+	sort.Slice(links, func(i, j int) bool { return links[i].id < links[j].id })
+	var plain []byte
+	for _, l := range links {
+		rj := &protocol.Job{Signed: job.Signed}
+		if needIDs {
+			rj.IDs = byRelay[l]
+		}
+		var b []byte
+		var err error
+		if !needIDs && plain != nil {
+			b = plain
+		} else if b, err = protocol.Encode(rj); err != nil {
+			m.log.Error("encode relay job", zap.Error(err))
+			failed = append(failed, byRelay[l]...)
+			continue
+		}
+		if !needIDs {
+			plain = b
+		}
+		if !l.ctrl.send(b) {
+			failed = append(failed, byRelay[l]...)
+		}
+	}
+	return failed
+}

@@ -1,0 +1,319 @@
+package relay
+
+import (
+	"context"
+	"crypto/ed25519"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"go.uber.org/zap"
+
+	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/protocol"
+)
+
+// device is one device agent's connection to the relay.
+type device struct {
+	id    string
+	pub   ed25519.PublicKey
+	conn  *quic.Conn
+	down  *sender // frames to the device
+	limit *bucket // its returns and events
+	log   *zap.Logger
+
+	accepted atomic.Bool // the master accepted its key: jobs may go to it
+
+	mu       sync.Mutex
+	hello    *protocol.Hello // as forwarded (with Pub), grains kept current
+	up       *sender         // its stream on the link; nil while the link is down
+	upStream *quic.Stream
+
+	// under the store's lock
+	pending []*item
+	lost    bool
+
+	once sync.Once
+}
+
+func (d *device) grains() map[string]any {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.hello.Grains
+}
+
+func (d *device) attached() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.up != nil
+}
+
+// detach forgets up as the device's upstream, if it still is.
+func (d *device) detach(up *sender) {
+	d.mu.Lock()
+	if d.up == up {
+		d.up, d.upStream = nil, nil
+	}
+	d.mu.Unlock()
+	up.close()
+}
+
+// close tells the device why and closes its connection, and its stream on
+// the link, so the master sees it go.
+func (d *device) close(k protocol.Kind, msg string) {
+	d.once.Do(func() {
+		var last []byte
+		if k != protocol.KindOther {
+			if b, err := protocol.Encode(&protocol.Error{Kind: k, Msg: msg}); err == nil {
+				last = protocol.AppendFrame(nil, b)
+			}
+		}
+		d.down.closeWith(last)
+		d.mu.Lock()
+		up, us := d.up, d.upStream
+		d.up, d.upStream = nil, nil
+		d.mu.Unlock()
+		if up != nil {
+			up.close()
+			us.CancelRead(quic.StreamErrorCode(protocol.KindOther))
+			us.Close()
+		}
+		d.conn.CloseWithError(quic.ApplicationErrorCode(k), msg)
+	})
+}
+
+// serveDevice serves one device connection until it ends.
+func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
+	log := r.log.With(zap.Stringer("remote", conn.RemoteAddr()))
+	pub, err := protocol.PeerKey(conn.ConnectionState().TLS)
+	if err != nil {
+		conn.CloseWithError(quic.ApplicationErrorCode(protocol.KindMalformed), err.Error())
+		return
+	}
+	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	stream, err := conn.AcceptStream(hctx)
+	cancel()
+	if err != nil {
+		conn.CloseWithError(quic.ApplicationErrorCode(protocol.KindUnexpected), "no stream")
+		return
+	}
+	f := protocol.NewFramer(stream, protocol.DefaultMaxFrame)
+	refuse := func(k protocol.Kind, text string) {
+		log.Warn("refusing device", zap.Stringer("kind", k), zap.String("reason", text))
+		if b, err := protocol.Encode(&protocol.Error{Kind: k, Msg: text}); err == nil {
+			stream.SetWriteDeadline(time.Now().Add(time.Second))
+			f.WriteFrame(b)
+		}
+		conn.CloseWithError(quic.ApplicationErrorCode(k), text)
+	}
+	stream.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	msg, err := f.Read()
+	stream.SetReadDeadline(time.Time{})
+	if err != nil {
+		refuse(protocol.KindOf(err), "reading hello: "+err.Error())
+		return
+	}
+	hello, ok := msg.(*protocol.Hello)
+	if !ok {
+		refuse(protocol.KindUnexpected, "first message must be hello, got "+msg.Type().String())
+		return
+	}
+	log = log.With(zap.String("device", hello.ID))
+	switch {
+	case hello.Relay:
+		refuse(protocol.KindForbidden, "relays do not chain: point this relay at the master")
+		return
+	case hello.KX == nil || hello.Caps < protocol.CapAck:
+		refuse(protocol.KindVersion, "this agent is too old to work behind a relay: upgrade it")
+		return
+	case hello.ID == r.o.Config.ID:
+		refuse(protocol.KindWrongID, "a device may not use the relay's own id")
+		return
+	}
+	hello.Pub = pub
+	d := &device{id: hello.ID, pub: pub, conn: conn, hello: hello, log: log,
+		limit: newBucket(r.conf.EventRate, r.conf.EventBurst)}
+	d.down = newSender(stream, &r.wg, func() { d.close(protocol.KindRateLimited, "device does not keep up") })
+
+	// One device per id: a reconnecting device replaces its old
+	// connection; another key under the same id is refused.
+	r.mu.Lock()
+	old := r.devices[hello.ID]
+	switch {
+	case old != nil && !old.pub.Equal(pub):
+		r.mu.Unlock()
+		r.droppedDevices.Add(1)
+		refuse(protocol.KindWrongID, "id "+hello.ID+" is connected here with another key")
+		r.event(r.deviceTag(hello.ID, "refused"), map[string]any{"reason": "id claimed by another key",
+			"finger": protocol.Fingerprint(pub)})
+		return
+	case old == nil && len(r.devices) >= r.conf.MaxDevices:
+		r.mu.Unlock()
+		refuse(protocol.KindRateLimited, "relay full (max_devices)")
+		return
+	}
+	r.devices[hello.ID] = d
+	r.mu.Unlock()
+	if old != nil {
+		old.close(protocol.KindOther, "replaced by a new connection")
+	}
+	defer func() {
+		d.close(protocol.KindOther, "")
+		r.mu.Lock()
+		if r.devices[d.id] == d {
+			delete(r.devices, d.id)
+		}
+		r.mu.Unlock()
+		r.store.forget(d)
+		if d.accepted.Load() {
+			r.event(r.deviceTag(d.id, "disconnected"), map[string]any{"id": d.id})
+			log.Info("device disconnected")
+		}
+	}()
+
+	l := r.link.Load()
+	if l == nil {
+		refuse(protocol.KindShutdown, "the relay cannot reach the master now; try again later")
+		return
+	}
+	us, uf, ans, err := r.openUp(ctx, l, d)
+	if err != nil {
+		refuse(protocol.KindShutdown, "the relay cannot reach the master now; try again later")
+		return
+	}
+	if b, err := protocol.Encode(ans); err == nil {
+		stream.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+		err = f.WriteFrame(b)
+		stream.SetWriteDeadline(time.Time{})
+	}
+	if st, ok := ans.(*protocol.KeyStatus); !ok || st.Status != protocol.KeyAccepted {
+		us.CancelRead(0)
+		us.Close()
+		// Let the device read its status before the connection goes.
+		stream.Close()
+		select {
+		case <-conn.Context().Done():
+		case <-time.After(2 * time.Second):
+		case <-ctx.Done():
+		}
+		return
+	}
+	d.accepted.Store(true)
+	r.attach(ctx, l, d, us, uf)
+	log.Info("device connected")
+	r.event(r.deviceTag(d.id, "connected"), map[string]any{"id": d.id, "finger": protocol.Fingerprint(pub)})
+	r.readDevice(d, f)
+}
+
+// readDevice forwards what a device sends until it goes. A device that
+// sends what it may not is dropped, and an event says why.
+func (r *Relay) readDevice(d *device, f *protocol.Framer) {
+	drop := func(k protocol.Kind, why string) {
+		r.droppedDevices.Add(1)
+		d.log.Warn("dropping device", zap.Stringer("kind", k), zap.String("reason", why))
+		r.event(r.deviceTag(d.id, "dropped"), map[string]any{"id": d.id, "kind": k.String(), "reason": why})
+		d.close(k, why)
+	}
+	for {
+		b, err := f.ReadFrame()
+		if err != nil {
+			if k := protocol.KindOf(err); k != protocol.KindOther {
+				drop(k, err.Error())
+			}
+			return
+		}
+		msg, err := protocol.Decode(b)
+		if err != nil {
+			drop(protocol.KindOf(err), err.Error())
+			return
+		}
+		switch msg := msg.(type) {
+		case *protocol.Return, *protocol.Event:
+			var body []byte
+			var seq uint64
+			if rt, ok := msg.(*protocol.Return); ok {
+				body, seq = rt.Body, rt.Seq
+			} else {
+				ev := msg.(*protocol.Event)
+				body, seq = ev.Body, ev.Seq
+				var eb protocol.EventBody
+				if err := protocol.Unmarshal(body, &eb); err == nil && event.ReservedForMaster(eb.Tag) {
+					drop(protocol.KindForbidden, "event tag "+eb.Tag+" is reserved for the master")
+					return
+				}
+			}
+			if !madeBy(body, d.id) {
+				drop(protocol.KindWrongID, msg.Type().String()+" made under another id than "+d.id)
+				return
+			}
+			if !r.throttle(d) {
+				return
+			}
+			wire := protocol.AppendFrame(nil, b)
+			if r.tamper != nil {
+				wire = r.tamper(msg.Type(), wire)
+			}
+			r.forwardUp(d, seq, wire)
+		case *protocol.Grains:
+			d.mu.Lock()
+			d.hello.Grains = msg.Grains
+			up := d.up
+			d.mu.Unlock()
+			if up != nil {
+				up.send(protocol.AppendFrame(nil, b))
+			}
+		case *protocol.Ping:
+			if pb, err := protocol.Encode(&protocol.Pong{Seq: msg.Seq}); err == nil {
+				d.down.send(protocol.AppendFrame(nil, pb))
+			}
+		case *protocol.Pong:
+		case *protocol.Error:
+			return
+		default:
+			drop(protocol.KindForbidden, "a device may not send "+msg.Type().String())
+			return
+		}
+	}
+}
+
+// forwardUp keeps a return or event until the master acknowledges it and
+// sends it now if the device's upstream stream is there.
+func (r *Relay) forwardUp(d *device, seq uint64, wire []byte) {
+	if seq != 0 {
+		for _, od := range r.store.put(d, seq, wire) {
+			od.log.Warn("relay spool full (spool_max): the device must send its oldest items again")
+			if !od.attached() {
+				continue // told when its session resumes (attach)
+			}
+			od.close(protocol.KindRateLimited, "the relay dropped some of this device's returns or events for room; send them again")
+		}
+	}
+	d.mu.Lock()
+	up := d.up
+	d.mu.Unlock()
+	if up != nil {
+		up.send(wire)
+	}
+}
+
+// throttle waits for the device's next token (relay: event_rate and
+// event_burst): a device over its rate is not read meanwhile, so QUIC's
+// flow control holds it back and its agent keeps the rest in its spool.
+// Nothing is lost and nobody else waits. It reports false if the device
+// went away meanwhile.
+func (r *Relay) throttle(d *device) bool {
+	w := d.limit.wait(time.Now())
+	if w == 0 {
+		return true
+	}
+	r.throttled.Add(1)
+	t := time.NewTimer(w)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-d.conn.Context().Done():
+		return false
+	}
+}

@@ -1,0 +1,387 @@
+package relay
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"go.uber.org/zap"
+
+	"github.com/halite-fleet/halite/protocol"
+	"github.com/halite-fleet/halite/targets"
+)
+
+const handshakeTimeout = 10 * time.Second
+
+// reattachWorkers is how many devices' sessions are resumed at once after
+// the upstream link comes back (the admit rate bounds them too).
+const reattachWorkers = 32
+
+// link is one upstream connection to the master: its control stream, and a
+// stream per device opened on it.
+type link struct {
+	conn      *quic.Conn
+	ctrl      *protocol.Framer
+	masterPub ed25519.PublicKey
+}
+
+// linkLoop keeps the upstream link, reconnecting with jittered
+// exponential backoff, trying the masters of the list in turn.
+func (r *Relay) linkLoop(ctx context.Context) error {
+	addrs := r.o.Config.MasterAddrs()
+	backoff := time.Second
+	const maxBackoff = 30 * time.Second
+	for i := 0; ; i++ {
+		addr := addrs[i%len(addrs)]
+		start := time.Now()
+		err := r.runLink(ctx, addr)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if time.Since(start) > time.Minute {
+			backoff = time.Second
+		}
+		r.log.Info("upstream link ended", zap.String("master", addr), zap.Error(err), zap.Duration("retry_in_max", backoff))
+		wait := time.Duration(rand.Int64N(int64(backoff)) + int64(100*time.Millisecond))
+		backoff = min(backoff*2, maxBackoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+// runLink runs one upstream connection until it ends.
+func (r *Relay) runLink(ctx context.Context, addr string) error {
+	dctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	conn, err := quic.DialAddr(dctx, addr, r.o.Identity.ClientTLS(r.pinMaster), protocol.QUICConfig())
+	cancel()
+	if err != nil {
+		return fmt.Errorf("dial master %s: %w", addr, err)
+	}
+	defer conn.CloseWithError(0, "")
+	// Cancelling ctx unblocks the reads below.
+	unblock := context.AfterFunc(ctx, func() { conn.CloseWithError(0, "") })
+	defer unblock()
+	masterPub, err := protocol.PeerKey(conn.ConnectionState().TLS)
+	if err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	stream, err := conn.OpenStreamSync(sctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("open link stream: %w", err)
+	}
+	f := protocol.NewFramer(stream, protocol.DefaultMaxFrame)
+	kx, err := protocol.NewKX()
+	if err != nil {
+		return err
+	}
+	id := r.o.Config.ID
+	if err := f.Write(&protocol.Hello{ID: id, Version: r.o.Version, Caps: protocol.CapabilityVersion, Relay: true,
+		KX: kx.Public(), KXSig: protocol.SignAgentKX(r.o.Identity, id, kx.Public())}); err != nil {
+		return fmt.Errorf("send link hello: %w", err)
+	}
+	stream.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	msg, err := f.Read()
+	stream.SetReadDeadline(time.Time{})
+	if err != nil {
+		return fmt.Errorf("read link key status: %w", err)
+	}
+	switch msg := msg.(type) {
+	case *protocol.KeyStatus:
+		if msg.Status != protocol.KeyAccepted {
+			return fmt.Errorf("the master has not accepted the relay's key (%s): accept %s with halite-key first", msg.Status, id)
+		}
+		if msg.Caps < protocol.CapRelay {
+			return fmt.Errorf("the master (capability %d) does not serve relays (capability %d)", msg.Caps, protocol.CapRelay)
+		}
+	case *protocol.Error:
+		return fmt.Errorf("master refused the link: %w", msg.Err())
+	default:
+		return fmt.Errorf("master sent %s before the key status", msg.Type())
+	}
+	l := &link{conn: conn, ctrl: f, masterPub: masterPub}
+	r.link.Store(l)
+	defer r.link.CompareAndSwap(l, nil)
+	r.log.Info("upstream link up", zap.String("master", addr))
+	if _, _, dropped := r.store.stats(); dropped > r.reported {
+		r.event("halite/relay/"+id+"/spool/dropped", map[string]any{"dropped": dropped - r.reported, "total": dropped})
+		r.reported = dropped
+	}
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r.reattachAll(ctx, l)
+	}()
+	err = r.readCtrl(ctx, l)
+	conn.CloseWithError(0, "")
+	wg.Wait()
+	return err
+}
+
+// readCtrl handles the link's control stream: jobs to fan out, pings.
+func (r *Relay) readCtrl(ctx context.Context, l *link) error {
+	for {
+		msg, err := l.ctrl.Read()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("read link: %w", err)
+		}
+		switch msg := msg.(type) {
+		case *protocol.Job:
+			r.fanOut(l, msg)
+		case *protocol.Ping:
+			if err := l.ctrl.Write(&protocol.Pong{Seq: msg.Seq}); err != nil {
+				return fmt.Errorf("send pong: %w", err)
+			}
+		case *protocol.Pong:
+		case *protocol.Error:
+			return fmt.Errorf("master closed the link: %w", msg.Err())
+		default:
+			r.log.Warn("unexpected message on the upstream link", zap.Stringer("type", msg.Type()))
+		}
+	}
+}
+
+// fanOut sends a job to the devices it is for: those its IDs name,
+// else those its target matches. Devices verify the master's signature
+// themselves; the relay checks it too, so that a forged job costs it
+// nothing.
+func (r *Relay) fanOut(l *link, rj *protocol.Job) {
+	job := &protocol.Job{Signed: rj.Signed} // forwarded without IDs
+	body, err := job.Open(l.masterPub)
+	if err != nil {
+		r.log.Warn("relay job refused", zap.Error(err))
+		return
+	}
+	enc, err := protocol.Encode(job)
+	if err != nil {
+		r.log.Warn("relay job", zap.Error(err))
+		return
+	}
+	wire := protocol.AppendFrame(nil, enc)
+	if r.tamper != nil {
+		wire = r.tamper(protocol.TypeJob, wire)
+	}
+	var match *targets.Matcher
+	var names map[string]bool
+	if len(rj.IDs) > 0 {
+		names = make(map[string]bool, len(rj.IDs))
+		for _, id := range rj.IDs {
+			names[id] = true
+		}
+	} else if match, err = targets.Compile(body.Tgt, body.TgtType, targets.Options{Delimiter: body.Delimiter}); err != nil {
+		// Every device checks the target again: send to all.
+		r.log.Warn("relay job target not checkable here; sent to every device", zap.String("jid", body.JID), zap.Error(err))
+	}
+	sent := 0
+	mn := targets.Minion{}
+	for _, d := range r.snapshot() {
+		if !d.accepted.Load() {
+			continue
+		}
+		switch {
+		case names != nil:
+			if !names[d.id] {
+				continue
+			}
+		case match != nil:
+			mn.ID, mn.Grains = d.id, d.grains()
+			if !match.Match(&mn) {
+				continue
+			}
+		}
+		if d.down.send(wire) {
+			sent++
+		}
+	}
+	if ce := r.log.Check(zap.DebugLevel, "fanned out job"); ce != nil {
+		ce.Write(zap.String("jid", body.JID), zap.Int("devices", sent))
+	}
+}
+
+// openUp opens a device's stream on the link, sends its Hello and reads the
+// master's answer. It waits for the admit rate first.
+func (r *Relay) openUp(ctx context.Context, l *link, d *device) (*quic.Stream, *protocol.Framer, protocol.Message, error) {
+	for {
+		w := r.admit.wait(time.Now())
+		if w == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, nil, ctx.Err()
+		case <-time.After(w):
+		}
+	}
+	sctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	s, err := l.conn.OpenStreamSync(sctx)
+	cancel()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("open device stream: %w", err)
+	}
+	f := protocol.NewFramer(s, protocol.DefaultMaxFrame)
+	d.mu.Lock()
+	err = f.Write(d.hello)
+	d.mu.Unlock()
+	if err != nil {
+		s.CancelRead(0)
+		s.CancelWrite(0)
+		return nil, nil, nil, fmt.Errorf("forward hello: %w", err)
+	}
+	s.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	msg, err := f.Read()
+	s.SetReadDeadline(time.Time{})
+	if err != nil {
+		s.CancelRead(0)
+		s.CancelWrite(0)
+		return nil, nil, nil, fmt.Errorf("read key status: %w", err)
+	}
+	return s, f, msg, nil
+}
+
+// reattachAll resumes, on a new link, the sessions of the devices that
+// stayed connected while it was down.
+func (r *Relay) reattachAll(ctx context.Context, l *link) {
+	todo := make(chan *device)
+	var wg sync.WaitGroup
+	for range reattachWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for d := range todo {
+				r.reattach(ctx, l, d)
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer close(todo)
+	for _, d := range r.snapshot() {
+		if !d.accepted.Load() || d.attached() {
+			continue
+		}
+		select {
+		case todo <- d:
+		case <-ctx.Done():
+			return
+		case <-l.conn.Context().Done():
+			return
+		}
+	}
+}
+
+// reattach resumes one device's session on link l: the same Hello gets the
+// same key agreement (protocol.Identity.SessionKX), so what the device
+// sent meanwhile still verifies; it is sent again, in order.
+func (r *Relay) reattach(ctx context.Context, l *link, d *device) {
+	s, f, msg, err := r.openUp(ctx, l, d)
+	if err != nil {
+		d.log.Debug("resume device session", zap.Error(err))
+		return
+	}
+	st, ok := msg.(*protocol.KeyStatus)
+	if !ok || st.Status != protocol.KeyAccepted {
+		why := "the master ended the session"
+		if ok {
+			why = "key " + st.Status + " by the master"
+		} else if e, isErr := msg.(*protocol.Error); isErr {
+			why = e.Msg
+		}
+		s.CancelRead(0)
+		s.Close()
+		d.close(protocol.KindNotAccepted, why)
+		return
+	}
+	r.attach(ctx, l, d, s, f)
+}
+
+// attach makes s (its Hello answered, accepted) the device's upstream
+// stream: sends what the device sent meanwhile and starts reading.
+func (r *Relay) attach(ctx context.Context, l *link, d *device, s *quic.Stream, f *protocol.Framer) {
+	up := newSender(s, &r.wg, nil)
+	up.onFail = func() { d.detach(up) }
+	d.mu.Lock()
+	wires, lost := r.store.pending(d)
+	if lost {
+		d.mu.Unlock()
+		s.CancelRead(0)
+		s.Close()
+		d.close(protocol.KindRateLimited, "the relay dropped some of this device's returns or events for room; send them again")
+		return
+	}
+	for _, w := range wires {
+		up.send(w)
+	}
+	d.up, d.upStream = up, s
+	d.mu.Unlock()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.readUp(ctx, l, d, up, s, f)
+	}()
+}
+
+// readUp forwards what the master sends on a device's stream.
+func (r *Relay) readUp(ctx context.Context, l *link, d *device, up *sender, s *quic.Stream, f *protocol.Framer) {
+	for {
+		b, err := f.ReadFrame()
+		if err != nil {
+			d.detach(up)
+			var se *quic.StreamError
+			if ctx.Err() == nil && l.conn.Context().Err() == nil && (errors.Is(err, io.EOF) || errors.As(err, &se)) {
+				// The master ended this device's session, not the link.
+				d.close(protocol.KindOther, "the master ended the session")
+			}
+			return
+		}
+		msg, err := protocol.Decode(b)
+		if err != nil {
+			d.log.Warn("master sent a frame that does not decode", zap.Error(err))
+			continue
+		}
+		switch msg := msg.(type) {
+		case *protocol.Job:
+			wire := protocol.AppendFrame(nil, b)
+			if r.tamper != nil {
+				wire = r.tamper(protocol.TypeJob, wire)
+			}
+			d.down.send(wire)
+		case *protocol.Ack:
+			r.store.ack(d, msg.Seq)
+			d.down.send(protocol.AppendFrame(nil, b))
+		case *protocol.Ping:
+			if pb, err := protocol.Encode(&protocol.Pong{Seq: msg.Seq}); err == nil {
+				up.send(protocol.AppendFrame(nil, pb))
+			}
+		case *protocol.Pong:
+		case *protocol.Error:
+			d.down.send(protocol.AppendFrame(nil, b))
+			d.close(msg.Kind, msg.Msg)
+			return
+		default:
+			d.log.Warn("unexpected message from the master for a device", zap.Stringer("type", msg.Type()))
+		}
+	}
+}
+
+func readPub(path string) (ed25519.PublicKey, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return protocol.ParsePublicKey(b)
+}

@@ -1,0 +1,254 @@
+package relay
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/protocol"
+)
+
+// Options are what a relay needs from the agent it runs in.
+type Options struct {
+	Config   *config.Agent // Config.Relay is the relay: section (required)
+	Identity *protocol.Identity
+	Version  string
+	Log      *zap.Logger
+	// Event fires an event as the relay's own agent (to the master through
+	// its own session, spooled while it is away); nil: none.
+	Event func(tag string, data map[string]any) error
+	// Listen overrides relay: interface and port (tests: "127.0.0.1:0").
+	Listen string
+}
+
+// Relay is a running relay. Make it with New, start it with Run.
+type Relay struct {
+	o    Options
+	conf *config.Relay
+	log  *zap.Logger
+
+	ready chan struct{}
+	addr  net.Addr
+
+	mu      sync.RWMutex
+	devices map[string]*device
+
+	link  atomic.Pointer[link]
+	store store
+	admit *bucket // device sessions opened upstream, per second
+
+	wg sync.WaitGroup // device sessions and their goroutines
+
+	droppedDevices atomic.Uint64 // devices dropped for bad behaviour
+	throttled      atomic.Uint64 // returns and events that waited for the device's rate
+	reported       uint64        // spool drops already reported; linkLoop only
+
+	// tamper, set only by tests, alters frames the relay forwards (jobs
+	// down, returns and events up), to show that the ends refuse them.
+	tamper func(protocol.Type, []byte) []byte
+}
+
+// New checks the options; Run starts the relay.
+func New(o Options) (*Relay, error) {
+	if o.Config == nil || o.Config.Relay == nil {
+		return nil, errors.New("relay: no relay: section")
+	}
+	if o.Identity == nil || o.Log == nil {
+		return nil, errors.New("relay: identity and logger are required")
+	}
+	if len(o.Config.MasterAddrs()) == 0 || o.Config.MasterType == "disable" {
+		return nil, errors.New("relay: a relay needs a master to relay to (master:)")
+	}
+	c := o.Config.Relay
+	r := &Relay{
+		o: o, conf: c, log: o.Log,
+		ready:   make(chan struct{}),
+		devices: make(map[string]*device),
+		store:   store{max: int64(c.SpoolMax)},
+		admit:   newBucket(c.Admit, c.Admit),
+	}
+	return r, nil
+}
+
+// Ready is closed once the relay listens; Addr is valid from then.
+func (r *Relay) Ready() <-chan struct{} { return r.ready }
+
+// Addr is the UDP address the relay listens on for devices.
+func (r *Relay) Addr() net.Addr { return r.addr }
+
+// Run listens for devices and keeps the upstream link until ctx ends; it
+// returns once every goroutine it started has exited.
+func (r *Relay) Run(ctx context.Context) error {
+	addr := r.o.Listen
+	if addr == "" {
+		addr = net.JoinHostPort(r.conf.Interface, strconv.Itoa(r.conf.Port))
+	}
+	udpAddr, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return fmt.Errorf("relay listen on %s: %w", addr, err)
+	}
+	pc, err := net.ListenUDP("udp", udpAddr)
+	if err != nil {
+		return fmt.Errorf("relay listen on %s: %w", addr, err)
+	}
+	defer pc.Close() // the Transport does not close a conn it was given
+	tr := &quic.Transport{Conn: pc, StatelessResetKey: protocol.StatelessResetKey(r.o.Identity)}
+	defer tr.Close()
+	ln, err := tr.Listen(r.o.Identity.ServerTLS(), protocol.QUICConfig())
+	if err != nil {
+		return fmt.Errorf("relay listen on %s: %w", addr, err)
+	}
+	defer ln.Close()
+	r.addr = ln.Addr()
+	r.log.Info("relay listening for devices", zap.Stringer("addr", r.addr),
+		zap.String("finger", protocol.Fingerprint(r.o.Identity.Pub)), zap.Int("max_devices", r.conf.MaxDevices))
+	close(r.ready)
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return r.acceptDevices(gctx, ln) })
+	g.Go(func() error { return r.linkLoop(gctx) })
+	g.Go(func() error { return r.heartbeatLoop(gctx) })
+	g.Go(func() error {
+		<-gctx.Done()
+		ln.Close()
+		for _, d := range r.snapshot() {
+			d.close(protocol.KindShutdown, "relay shutting down")
+		}
+		return nil
+	})
+	err = g.Wait()
+	r.wg.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// acceptDevices accepts device connections until ctx ends.
+func (r *Relay) acceptDevices(ctx context.Context, ln *quic.Listener) error {
+	for {
+		conn, err := ln.Accept(ctx)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, quic.ErrServerClosed) {
+				return nil
+			}
+			return fmt.Errorf("accept device: %w", err)
+		}
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.serveDevice(ctx, conn)
+		}()
+	}
+}
+
+// snapshot returns the devices connected now.
+func (r *Relay) snapshot() []*device {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	all := make([]*device, 0, len(r.devices))
+	for _, d := range r.devices {
+		all = append(all, d)
+	}
+	return all
+}
+
+// Stats is what a relay reports in its heartbeat.
+type Stats struct {
+	Devices        int    // connected and accepted by the master
+	Upstream       bool   // the upstream link is up
+	SpoolBytes     int64  // returns and events held for the master
+	SpoolItems     int    //
+	SpoolDropped   uint64 // items dropped for room, ever (their devices resent them)
+	DroppedDevices uint64 // devices disconnected for bad behaviour, ever
+	Throttled      uint64 // returns and events held back by event_rate, ever
+}
+
+// Stats returns the relay's counters now.
+func (r *Relay) Stats() Stats {
+	n := 0
+	for _, d := range r.snapshot() {
+		if d.accepted.Load() {
+			n++
+		}
+	}
+	b, items, dropped := r.store.stats()
+	return Stats{Devices: n, Upstream: r.link.Load() != nil, SpoolBytes: b, SpoolItems: items,
+		SpoolDropped: dropped, DroppedDevices: r.droppedDevices.Load(), Throttled: r.throttled.Load()}
+}
+
+// event fires an event as the relay's agent.
+func (r *Relay) event(tag string, data map[string]any) {
+	if r.o.Event == nil {
+		return
+	}
+	if err := r.o.Event(tag, data); err != nil {
+		r.log.Warn("relay event", zap.String("tag", tag), zap.Error(err))
+	}
+}
+
+func (r *Relay) deviceTag(id, what string) string {
+	return "halite/relay/" + r.o.Config.ID + "/device/" + id + "/" + what
+}
+
+// heartbeatLoop fires halite/relay/<id>/heartbeat every relay: heartbeat
+// seconds.
+func (r *Relay) heartbeatLoop(ctx context.Context) error {
+	if r.conf.Heartbeat <= 0 {
+		return nil
+	}
+	t := time.NewTicker(time.Duration(r.conf.Heartbeat) * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		st := r.Stats()
+		r.event("halite/relay/"+r.o.Config.ID+"/heartbeat", map[string]any{
+			"devices": st.Devices, "upstream": st.Upstream, "spool_bytes": st.SpoolBytes,
+			"spool_items": st.SpoolItems, "spool_dropped": st.SpoolDropped, "devices_dropped": st.DroppedDevices,
+			"throttled": st.Throttled,
+		})
+	}
+}
+
+// madeBy reports whether a signed body (a CBOR map whose first key, 1, is
+// the id, as protocol encodes return and event bodies) was made by id.
+func madeBy(body []byte, id string) bool {
+	want, err := protocol.Marshal(id)
+	if err != nil || len(body) < 2+len(want) || body[0]>>5 != 5 || body[1] != 0x01 {
+		return false
+	}
+	return string(body[2:2+len(want)]) == string(want)
+}
+
+// pinMaster checks the master's key on the upstream link: master_finger,
+// else the key the relay's own agent session pinned
+// (pki_dir/minion_master.pub); with neither, the first key seen is
+// accepted (the agent session records it).
+func (r *Relay) pinMaster(pub ed25519.PublicKey) error {
+	fp := protocol.Fingerprint(pub)
+	if f := r.o.Config.MasterFinger; f != "" {
+		if !protocol.SameFingerprint(f, fp) {
+			return fmt.Errorf("master key fingerprint %s does not match master_finger %s", fp, f)
+		}
+		return nil
+	}
+	if old, err := readPub(r.o.Config.PkiDir + "/minion_master.pub"); err == nil && !old.Equal(pub) {
+		return fmt.Errorf("master key %s is not the pinned one %s", fp, protocol.Fingerprint(old))
+	}
+	return nil
+}

@@ -1,0 +1,204 @@
+package relay
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/protocol"
+)
+
+func idIs(id string) func(map[string]any) bool {
+	return func(d map[string]any) bool { return d["id"] == id }
+}
+
+// TestRelayJobs: devices behind a relay are enrolled, targeted (by glob,
+// grain, list), return through it, and announced.
+func TestRelayJobs(t *testing.T) {
+	tm := startMaster(t, true)
+	tr := startRelay(t, tm, "r1", nil, nil)
+	startDevice(t, tr, "cam1", map[string]any{"role": "camera"})
+	startDevice(t, tr, "cam2", map[string]any{"role": "sensor"})
+	for _, id := range []string{"r1", "cam1", "cam2"} {
+		tm.waitEvent(t, "salt/minion/"+id+"/start", nil)
+	}
+	auth := tm.waitEvent(t, "salt/auth", idIs("cam1"))
+	if auth["relay"] != "r1" {
+		t.Errorf("salt/auth of cam1: relay = %v, want r1", auth["relay"])
+	}
+	tm.waitEvent(t, "halite/relay/r1/device/cam1/connected", nil)
+
+	got, rets, missing := tm.publish(t, "*", "test.ping", 20)
+	if want := []string{"cam1", "cam2", "r1"}; !cmp.Equal(got, want) || len(missing) != 0 {
+		t.Fatalf("test.ping '*': returned %v (missing %v), want %v", got, missing, want)
+	}
+	if rets["cam1"] != true {
+		t.Errorf("cam1 returned %v, want true", rets["cam1"])
+	}
+	got, _, _ = tm.publish(t, "G@role:camera", "test.ping", 20)
+	if want := []string{"cam1"}; !cmp.Equal(got, want) {
+		t.Errorf("grain target: returned %v, want %v", got, want)
+	}
+	got, rets, _ = tm.publish(t, "cam2", "test.echo", 20, "hello")
+	if want := []string{"cam2"}; !cmp.Equal(got, want) || rets["cam2"] != "hello" {
+		t.Errorf("test.echo cam2: returned %v %v, want [cam2] hello", got, rets)
+	}
+	hb := tm.waitEvent(t, "halite/relay/r1/heartbeat", func(d map[string]any) bool {
+		data, _ := d["data"].(map[string]any)
+		return fmt.Sprint(data["devices"]) == "2"
+	})
+	if data := hb["data"].(map[string]any); data["upstream"] != true {
+		t.Errorf("heartbeat %v: want upstream true", data)
+	}
+}
+
+// TestRelayEnrolment: a device's key goes pending through the relay,
+// halite-key accepts it, and deletion reaches the device.
+func TestRelayEnrolment(t *testing.T) {
+	tm := startMaster(t, false)
+	tr := startRelay(t, tm, "r1", nil, nil)
+	tm.waitEvent(t, "salt/auth", idIs("r1"))
+	tm.wheel(t, "key.accept", "r1")
+	tm.waitEvent(t, "salt/minion/r1/start", nil)
+	startDevice(t, tr, "cam1", nil)
+	auth := tm.waitEvent(t, "salt/auth", func(d map[string]any) bool { return d["id"] == "cam1" && d["act"] == "pend" })
+	if auth["relay"] != "r1" {
+		t.Errorf("pending cam1: relay = %v, want r1", auth["relay"])
+	}
+	tm.wheel(t, "key.accept", "cam1")
+	tm.waitEvent(t, "salt/minion/cam1/start", nil)
+	got, _, _ := tm.publish(t, "cam1", "test.ping", 20)
+	if want := []string{"cam1"}; !cmp.Equal(got, want) {
+		t.Fatalf("test.ping cam1: returned %v, want %v", got, want)
+	}
+	tm.wheel(t, "key.delete", "cam1")
+	tm.waitEvent(t, "halite/relay/r1/device/cam1/disconnected", nil)
+	// The device comes back, and is pending again.
+	tm.waitEvent(t, "salt/auth", func(d map[string]any) bool {
+		return d["id"] == "cam1" && d["act"] == "pend" && d["relay"] == "r1"
+	})
+}
+
+// TestRelayMasterRestart: while the master is away the relay keeps its
+// devices; what they send meanwhile (a job's return, events) reaches the
+// restarted master, nothing lost.
+func TestRelayMasterRestart(t *testing.T) {
+	tm := startMaster(t, true)
+	tr := startRelay(t, tm, "r1", nil, nil)
+	cam, _ := startDevice(t, tr, "cam1", nil)
+	tm.waitEvent(t, "salt/minion/cam1/start", nil)
+	jid := asyncJob(t, tm, "cam1", "test.sleep", 2)
+	tm.restart(t)
+	const n = 10
+	for i := range n {
+		if err := cam.SendEvent("site/door", map[string]any{"n": i}); err != nil {
+			t.Fatalf("SendEvent: %v", err)
+		}
+	}
+	tm.waitEvent(t, "salt/job/"+jid+"/ret/cam1", nil)
+	for i := range n {
+		tm.waitEvent(t, "site/door", func(d map[string]any) bool {
+			data, _ := d["data"].(map[string]any)
+			return d["id"] == "cam1" && fmt.Sprint(data["n"]) == fmt.Sprint(i)
+		})
+	}
+	if st := tr.Stats(); st.SpoolDropped != 0 {
+		t.Errorf("relay dropped %d items", st.SpoolDropped)
+	}
+}
+
+// TestRelayRestart: devices come back after their relay restarts.
+func TestRelayRestart(t *testing.T) {
+	tm := startMaster(t, true)
+	tr := startRelay(t, tm, "r1", nil, nil)
+	startDevice(t, tr, "cam1", nil)
+	tm.waitEvent(t, "halite/relay/r1/device/cam1/connected", nil)
+	tr.restart(t)
+	waitFor(t, "cam1 back behind the restarted relay", func() bool { return tr.Stats().Devices == 1 })
+	got, _, _ := tm.publish(t, "cam1", "test.ping", 20)
+	if want := []string{"cam1"}; !cmp.Equal(got, want) {
+		t.Fatalf("test.ping cam1 after the relay restart: returned %v, want %v", got, want)
+	}
+}
+
+// TestRelayTamper: a relay that alters jobs or returns gets nothing run
+// and nothing stored.
+func TestRelayTamper(t *testing.T) {
+	for _, typ := range []protocol.Type{protocol.TypeJob, protocol.TypeReturn} {
+		t.Run(typ.String(), func(t *testing.T) {
+			tm := startMaster(t, true)
+			tampered := 0
+			tr := startRelay(t, tm, "r1", nil, func(got protocol.Type, wire []byte) []byte {
+				if got != typ {
+					return wire
+				}
+				tampered++
+				return flipBody(t, wire)
+			})
+			startDevice(t, tr, "cam1", nil)
+			tm.waitEvent(t, "salt/minion/cam1/start", nil)
+			got, _, missing := tm.publish(t, "cam1", "test.ping", 3)
+			if len(got) != 0 || !cmp.Equal(missing, []string{"cam1"}) {
+				t.Fatalf("through a relay altering %ss: returned %v, missing %v; want none, [cam1]", typ, got, missing)
+			}
+		})
+	}
+}
+
+// flipBody changes one byte of a signed message's body.
+func flipBody(t *testing.T, wire []byte) []byte {
+	msg, err := protocol.Decode(wire[4:])
+	if err != nil {
+		t.Errorf("tamper: %v", err)
+		return wire
+	}
+	var s *protocol.Signed
+	switch m := msg.(type) {
+	case *protocol.Job:
+		s = &m.Signed
+	case *protocol.Return:
+		s = &m.Signed
+	default:
+		return wire
+	}
+	s.Body = append([]byte(nil), s.Body...)
+	s.Body[len(s.Body)-1] ^= 1
+	b, err := protocol.Encode(msg)
+	if err != nil {
+		t.Errorf("tamper: %v", err)
+		return wire
+	}
+	return protocol.AppendFrame(nil, b)
+}
+
+// TestRelayRateLimit: a device over its event rate is held back to it,
+// and everything it sent arrives.
+func TestRelayRateLimit(t *testing.T) {
+	tm := startMaster(t, true)
+	tr := startRelay(t, tm, "r1", func(c *config.Relay) { c.EventRate, c.EventBurst = 5, 4 }, nil)
+	cam, _ := startDevice(t, tr, "cam1", nil)
+	tm.waitEvent(t, "salt/minion/cam1/start", nil)
+	const n = 12
+	start := time.Now()
+	for i := range n {
+		if err := cam.SendEvent("site/motion", map[string]any{"n": i}); err != nil {
+			t.Fatalf("SendEvent: %v", err)
+		}
+	}
+	for i := range n {
+		tm.waitEvent(t, "site/motion", func(d map[string]any) bool {
+			data, _ := d["data"].(map[string]any)
+			return fmt.Sprint(data["n"]) == fmt.Sprint(i)
+		})
+	}
+	// 4 at once, then 8 at 5 a second.
+	if took, least := time.Since(start), 1500*time.Millisecond; took < least {
+		t.Errorf("%d events through a relay limiting to 5/s, burst 4, took %v; want at least %v", n, took, least)
+	}
+	if st := tr.Stats(); st.Throttled == 0 {
+		t.Errorf("relay stats %+v: want some throttled", st)
+	}
+}

@@ -1,0 +1,115 @@
+package relay
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+)
+
+// sendQueue is how many frames may wait for one stream (a device's, or a
+// device's upstream stream) before its session is dropped.
+const sendQueue = 256
+
+// sender writes whole frames to one stream without blocking its callers:
+// a frame goes to QUIC at once when nothing waits (TryWriteAll copies it),
+// else into a queue that a goroutine, started only while something waits,
+// drains in order. A relay serves thousands of streams; most of the time
+// nothing waits, so most have no writer goroutine.
+type sender struct {
+	s      *quic.Stream
+	wg     *sync.WaitGroup // counts the drain goroutines
+	onFail func()          // called once when a write fails or the queue is full
+
+	mu      sync.Mutex
+	q       [][]byte
+	running bool
+	closed  bool
+	failed  bool
+}
+
+func newSender(s *quic.Stream, wg *sync.WaitGroup, onFail func()) *sender {
+	return &sender{s: s, wg: wg, onFail: onFail}
+}
+
+// send queues wire (a whole frame) and reports whether it was taken.
+func (w *sender) send(wire []byte) bool {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return false
+	}
+	if len(w.q) == 0 && !w.running {
+		err := w.s.TryWriteAll(wire)
+		if err == nil {
+			w.mu.Unlock()
+			return true
+		}
+		if !errors.Is(err, quic.ErrWouldBlock) {
+			w.failLocked()
+			return false
+		}
+	}
+	if len(w.q) >= sendQueue {
+		w.failLocked()
+		return false
+	}
+	w.q = append(w.q, wire)
+	if !w.running {
+		w.running = true
+		w.wg.Add(1)
+		go w.drain()
+	}
+	w.mu.Unlock()
+	return true
+}
+
+// failLocked closes the sender and calls onFail; w.mu is held and released.
+func (w *sender) failLocked() {
+	first := !w.failed
+	w.failed, w.closed = true, true
+	w.q = nil
+	w.mu.Unlock()
+	if first && w.onFail != nil {
+		w.onFail()
+	}
+}
+
+func (w *sender) drain() {
+	defer w.wg.Done()
+	for {
+		w.mu.Lock()
+		if len(w.q) == 0 || w.closed {
+			w.running = false
+			w.mu.Unlock()
+			return
+		}
+		b := w.q[0]
+		w.q[0] = nil
+		w.q = w.q[1:]
+		w.mu.Unlock()
+		w.s.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		if _, err := w.s.Write(b); err != nil {
+			w.mu.Lock()
+			w.running = false
+			w.failLocked()
+			return
+		}
+	}
+}
+
+// close stops the sender: what waits is dropped.
+func (w *sender) close() { w.closeWith(nil) }
+
+// closeWith stops the sender after a last frame, written only if nothing
+// is being written now (best effort: it says why the stream ends).
+func (w *sender) closeWith(last []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if last != nil && !w.closed && !w.running {
+		w.s.TryWriteAll(last)
+	}
+	w.closed = true
+	w.q = nil
+}
