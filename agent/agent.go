@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/halite-fleet/halite/agent/beacons"
 	"github.com/halite-fleet/halite/agent/exec"
 	"github.com/halite-fleet/halite/agent/grains"
 	"github.com/halite-fleet/halite/config"
@@ -50,6 +51,9 @@ type Agent struct {
 	jobWG sync.WaitGroup
 
 	rets *Returners // a masterless agent's own returners; nil: none
+
+	beacons *beacons.Manager // beacons_funcs.go
+	engines *engineHost      // engines.go
 }
 
 // New loads (or makes) the agent's identity, opens its outbox spool
@@ -92,7 +96,16 @@ func New(cfg *config.Agent, log *zap.Logger) (*Agent, error) {
 		OnGrainsRefresh: func(g map[string]any) {
 			a.out.push(&protocol.Grains{Grains: g})
 		},
+		Host: a,
 	})
+	if a.beacons, err = a.newBeacons(); err != nil {
+		sp.close()
+		return nil, err
+	}
+	if a.engines, err = a.newEngines(); err != nil {
+		sp.close()
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -132,6 +145,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.masterless() && len(a.cfg.Reactor) > 0 {
 		g.Go(func() error { return a.runReactor(gctx) })
 	}
+	g.Go(func() error { return a.beacons.Run(gctx) })
+	g.Go(func() error { return a.engines.Run(gctx) })
 	err = g.Wait()
 	a.jobWG.Wait()
 	a.bus.Close()

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/engines"
 	"github.com/halite-fleet/halite/event"
 	"github.com/halite-fleet/halite/internal/unixsock"
 	"github.com/halite-fleet/halite/master/jobcache"
@@ -45,6 +46,7 @@ type Master struct {
 
 	minions *registry
 	reactor masterReactor // see reactor.go
+	engines *engines.Manager // see engines.go
 
 	ready   chan struct{}
 	addr    net.Addr
@@ -99,6 +101,10 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 		return nil, err
 	}
 	if m.rets, err = newRetState(m); err != nil {
+		m.cache.Close()
+		return nil, err
+	}
+	if m.engines, err = newEngines(m); err != nil {
 		m.cache.Close()
 		return nil, err
 	}

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package engines
+
+import osexec "os/exec"
+
+func ownGroup(*osexec.Cmd) {}
