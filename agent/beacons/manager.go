@@ -180,10 +180,10 @@ func (m *Manager) runBeacon(ctx context.Context, s *Spec) {
 				if s.OnChangeOnly {
 					seen[tag] = true
 					prev, had := last[tag]
-					last[tag] = data
-					if had && reflect.DeepEqual(prev, data) {
+					if had && reflect.DeepEqual(prev, ev) {
 						continue
 					}
+					last[tag] = ev // the beacon's own map, which Fire never sees
 				}
 				if first && !s.EmitAtStartup {
 					continue
