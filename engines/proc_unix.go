@@ -11,21 +11,24 @@ import (
 )
 
 // ownGroup starts cmd in a process group of its own; cancelling sends
-// SIGTERM to the whole group, and SIGKILL to it 5 s later if it is still
-// there, so an engine's children never outlive it.
+// SIGTERM to the whole group, and Go kills the leader 5 s later if it is
+// still there. killGroup then ends whatever is left of the group, so an
+// engine's children never outlive it.
 func ownGroup(cmd *osexec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
-		pid := cmd.Process.Pid
-		err := syscall.Kill(-pid, syscall.SIGTERM)
+		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		if errors.Is(err, syscall.ESRCH) {
 			return os.ErrProcessDone
 		}
-		go func() {
-			time.Sleep(5 * time.Second) // a grace period, not a wait for a condition
-			syscall.Kill(-pid, syscall.SIGKILL)
-		}()
 		return err
 	}
-	cmd.WaitDelay = 6 * time.Second
+	cmd.WaitDelay = 5 * time.Second
+}
+
+// killGroup kills what is left of cmd's process group after it exited.
+func killGroup(cmd *osexec.Cmd) {
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
 }

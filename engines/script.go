@@ -223,6 +223,7 @@ func (p *Process) runOnce(ctx context.Context, env *Env) error {
 		io.Copy(io.Discard, stdout)
 	}
 	werr := cmd.Wait()
+	killGroup(cmd)
 	close(stop)
 	w.close()
 	wg.Wait()
