@@ -45,7 +45,7 @@ type Master struct {
 	jids  event.JIDGen
 
 	minions *registry
-	reactor masterReactor // see reactor.go
+	reactor masterReactor    // see reactor.go
 	engines *engines.Manager // see engines.go
 
 	ready   chan struct{}
