@@ -28,9 +28,11 @@
 //	grains.get(key, default=None)  a grain ("a:b" for nested), grains.items()
 //	config.get(key, default=None)  an engine option, else a daemon option
 //	sleep(seconds)               interrupted when the engine stops
-//	http.get(url, headers={}, timeout=10)
-//	http.post(url, body=None, json=None, headers={}, timeout=10)
-//	                             -> {"status": int, "body": str}; http and https only
+//	http.get(url, headers={}, timeout=10, check=True)
+//	http.post(url, body=None, json=None, headers={}, timeout=10, check=True)
+//	                             -> {"status": int, "body": str}; http and https only;
+//	                             check=False: a network error is {"status": 0, "error": str}
+//	                             instead of failing the engine
 //	call(fun, *args, **kwargs)   an execution function (agent only)
 //	json.encode/decode, time.now() and friends (go.starlark.net/lib)
 package starlark

@@ -23,11 +23,12 @@ func (rt *runtime) httpDo(method string) func(*starlark.Thread, *starlark.Builti
 		var body, jsonBody starlark.Value = starlark.None, starlark.None
 		headers := new(starlark.Dict)
 		var timeout starlark.Value = starlark.MakeInt(10)
+		check := true
 		var err error
 		if method == "GET" {
-			err = starlark.UnpackArgs(fn.Name(), args, kwargs, "url", &rawURL, "headers?", &headers, "timeout?", &timeout)
+			err = starlark.UnpackArgs(fn.Name(), args, kwargs, "url", &rawURL, "headers?", &headers, "timeout?", &timeout, "check?", &check)
 		} else {
-			err = starlark.UnpackArgs(fn.Name(), args, kwargs, "url", &rawURL, "body?", &body, "json?", &jsonBody, "headers?", &headers, "timeout?", &timeout)
+			err = starlark.UnpackArgs(fn.Name(), args, kwargs, "url", &rawURL, "body?", &body, "json?", &jsonBody, "headers?", &headers, "timeout?", &timeout, "check?", &check)
 		}
 		if err != nil {
 			return nil, err
@@ -82,6 +83,13 @@ func (rt *runtime) httpDo(method string) func(*starlark.Thread, *starlark.Builti
 		if err != nil {
 			if rt.ctx.Err() != nil {
 				return nil, errStopping
+			}
+			if !check {
+				d := starlark.NewDict(3)
+				d.SetKey(starlark.String("status"), starlark.MakeInt(0))
+				d.SetKey(starlark.String("body"), starlark.String(""))
+				d.SetKey(starlark.String("error"), starlark.String(err.Error()))
+				return d, nil
 			}
 			return nil, fmt.Errorf("%s %s: %w", fn.Name(), rawURL, err)
 		}

@@ -27,20 +27,26 @@ import (
 // are long-running loops; recursion stays forbidden.
 var fileOptions = &syntax.FileOptions{While: true, TopLevelControl: true, GlobalReassign: true, Set: true}
 
-// Compile checks a Starlark engine's syntax and returns its factory. Each
-// engine instance runs the file afresh.
+// predeclaredNames are the names of the API, for compiling.
+var predeclaredNames = (&runtime{}).predeclared()
+
+// Compile compiles a Starlark engine once (a syntax or name error is
+// reported here, with file and line) and returns its factory; each engine
+// instance runs the program afresh with its own globals, which are not
+// frozen, so they hold the engine's state.
 func Compile(file string, src []byte) (engines.Factory, error) {
-	if _, err := fileOptions.Parse(file, src, 0); err != nil {
+	_, prog, err := starlark.SourceProgramOptions(fileOptions, file, src, predeclaredNames.Has)
+	if err != nil {
 		return nil, fmt.Errorf("starlark engine %s: %w", file, err)
 	}
 	return func(o *engines.Opts) (engines.Engine, error) {
-		return &engine{file: file, src: src, opts: o.All()}, nil
+		return &engine{file: file, prog: prog, opts: o.All()}, nil
 	}, nil
 }
 
 type engine struct {
 	file string
-	src  []byte
+	prog *starlark.Program
 	opts map[string]any
 }
 
@@ -54,7 +60,7 @@ func (e *engine) Run(ctx context.Context, env *engines.Env) error {
 	defer stop()
 
 	rt := &runtime{ctx: ctx, env: env, opts: e.opts}
-	globals, err := starlark.ExecFileOptions(fileOptions, th, e.file, e.src, rt.predeclared())
+	globals, err := e.prog.Init(th, rt.predeclared())
 	if err != nil {
 		return rt.scriptErr(err)
 	}
