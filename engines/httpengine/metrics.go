@@ -83,6 +83,7 @@ type metrics struct {
 
 type series struct {
 	name   string // metric name, without prefix
+	dotted string // the StatsD name, without prefix: beacon.<beacon>.<key>.<key>
 	minion string
 	sub    string
 }
@@ -177,15 +178,15 @@ func (g *gauges) record(env *engines.Env, tag string, data map[string]any) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.beacons++
-	var walk func(prefix string, v any)
-	walk = func(prefix string, v any) {
+	var walk func(prefix, dotted string, v any)
+	walk = func(prefix, dotted string, v any) {
 		switch x := v.(type) {
 		case map[string]any:
 			for k, e := range x {
 				if k == "_stamp" || k == "id" {
 					continue
 				}
-				walk(prefix+"_"+sanitize(k), e)
+				walk(prefix+"_"+sanitize(k), dotted+"."+sanitize(k), e)
 			}
 			return
 		}
@@ -193,7 +194,7 @@ func (g *gauges) record(env *engines.Env, tag string, data map[string]any) {
 		if !ok {
 			return
 		}
-		s := series{name: "beacon_" + sanitize(beacon) + prefix, minion: minion, sub: sub}
+		s := series{name: "beacon_" + sanitize(beacon) + prefix, dotted: "beacon." + sanitize(beacon) + dotted, minion: minion, sub: sub}
 		if _, have := g.v[s]; !have && len(g.v) >= maxSeries {
 			if !g.full {
 				g.full = true
@@ -203,7 +204,7 @@ func (g *gauges) record(env *engines.Env, tag string, data map[string]any) {
 		}
 		g.v[s] = f
 	}
-	walk("", data)
+	walk("", "", data)
 }
 
 func number(v any) (float64, bool) {
@@ -316,7 +317,7 @@ func (m *metrics) statsdPackets(env *engines.Env, g *gauges) [][]byte {
 		if s.sub != "" {
 			tags["sub"] = s.sub
 		}
-		lines = append(lines, m.statsdLine(m.prefix+"."+s.name, tags, v))
+		lines = append(lines, m.statsdLine(m.prefix+"."+s.dotted, tags, v))
 	}
 	g.mu.Unlock()
 	sort.Strings(lines)
