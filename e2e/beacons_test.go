@@ -116,3 +116,38 @@ func TestBadBeaconRefusedAtStart(t *testing.T) {
 		t.Errorf("exit status 0")
 	}
 }
+
+// TestMasterlessBeacons: an agent without a master runs its beacons into
+// its own caller reactor; halite-call beacons.* reaches the running agent.
+func TestMasterlessBeacons(t *testing.T) {
+	root := t.TempDir()
+	marker := filepath.Join(root, "hot")
+	sls := filepath.Join(root, "hot.sls")
+	os.WriteFile(sls, []byte("note:\n  caller.cmd.run:\n    - args:\n      - cmd: touch "+marker+"\n"), 0o644)
+	dir := filepath.Join(root, "etc")
+	os.MkdirAll(dir, 0o755)
+	conf := "id: solo\nroot_dir: " + filepath.Join(root, "solo") + "\nmaster_type: disable\nfile_client: local\nlog_file: ''\n" +
+		"reactor:\n  - 'salt/beacon/solo/memusage/':\n    - " + sls + "\n" +
+		"beacons:\n  memusage:\n    - percent: 0%\n    - interval: 0.5\n    - onchangeonly: True\n"
+	os.WriteFile(filepath.Join(dir, "agent"), []byte(conf), 0o644)
+	c := &cluster{t: t, root: root, agents: map[string]*proc{}}
+	p := c.start("halite-agent", "-c", dir, "-l", "info")
+	t.Cleanup(func() {
+		c.stop(p)
+		if t.Failed() {
+			t.Logf("agent output:\n%s", p.output())
+		}
+	})
+	waitFor(t, 30*time.Second, "the beacon to drive the caller reactor", func() bool {
+		_, err := os.Stat(marker)
+		return err == nil
+	})
+	r := runCmd(t, "halite-call", "-c", dir, "beacons.list", "--out", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"memusage"`) || !strings.Contains(r.stdout, `"percent": "0%"`) {
+		t.Errorf("halite-call beacons.list: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCmd(t, "halite-call", "-c", dir, "beacons.disable_beacon", "memusage", "--out", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, "Beacon memusage disabled.") {
+		t.Errorf("halite-call beacons.disable_beacon: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
