@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/halite-fleet/halite/agent/beacons"
 	"github.com/halite-fleet/halite/agent/exec"
 	"github.com/halite-fleet/halite/agent/grains"
 	"github.com/halite-fleet/halite/config"
@@ -51,6 +52,9 @@ type Agent struct {
 	jobWG sync.WaitGroup
 
 	rets *Returners // a masterless agent's own returners; nil: none
+
+	beacons *beacons.Manager // beacons_funcs.go
+	engines *engineHost      // engines.go
 }
 
 // New loads (or makes) the agent's identity, opens its outbox spool
@@ -97,7 +101,17 @@ func New(cfg *config.Agent, log *zap.Logger) (*Agent, error) {
 		OnGrainsRefresh: func(g map[string]any) {
 			a.queueAll(&protocol.Grains{Grains: g})
 		},
+		Host: a,
 	})
+	if a.beacons, err = a.newBeacons(); err == nil {
+		a.engines, err = a.newEngines()
+	}
+	if err != nil {
+		for _, o := range outs {
+			o.spool.close()
+		}
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -139,6 +153,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.masterless() && len(a.cfg.Reactor) > 0 {
 		g.Go(func() error { return a.runReactor(gctx) })
 	}
+	g.Go(func() error { return a.beacons.Run(gctx) })
+	g.Go(func() error { return a.engines.Run(gctx) })
 	err = g.Wait()
 	a.jobWG.Wait()
 	a.bus.Close()

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/halite-fleet/halite/agent/exec"
 	"github.com/halite-fleet/halite/internal/unixsock"
 	"github.com/halite-fleet/halite/protocol"
 )
@@ -19,9 +20,14 @@ import (
 
 // LocalRequest is a request to the running agent.
 type LocalRequest struct {
-	Op   string         `cbor:"op"` // "event.send" (to the master) or "event.fire" (local bus only)
+	Op   string         `cbor:"op"` // "event.send" (to the master), "event.fire" (local bus only) or "call"
 	Tag  string         `cbor:"tag,omitempty"`
 	Data map[string]any `cbor:"data,omitempty"`
+	// Op "call": a function that needs the running agent (beacons.*),
+	// run by its executor.
+	Fun    string         `cbor:"fun,omitempty"`
+	Args   []any          `cbor:"args,omitempty"`
+	Kwargs map[string]any `cbor:"kwargs,omitempty"`
 }
 
 // LocalResponse is the agent's answer.
@@ -29,6 +35,8 @@ type LocalResponse struct {
 	OK        bool   `cbor:"ok"`
 	Error     string `cbor:"error,omitempty"`
 	Connected bool   `cbor:"connected"`
+	Return    any    `cbor:"return,omitempty"`  // Op "call"
+	Retcode   int    `cbor:"retcode,omitempty"` // Op "call"
 }
 
 const localMaxFrame = 4 << 20
@@ -77,6 +85,10 @@ func (a *Agent) handleLocal(c net.Conn) {
 			} else {
 				resp.OK = true
 			}
+		case "call":
+			res := a.exec.Run(context.Background(), exec.Request{JID: fmt.Sprintf("%020d", time.Now().UnixMicro()),
+				Fun: req.Fun, Args: req.Args, Kwargs: req.Kwargs, User: "halite-call"})
+			resp.OK, resp.Return, resp.Retcode = res.Success, res.Return, res.Retcode
 		default:
 			resp.Error = fmt.Sprintf("unknown operation %q", req.Op)
 		}

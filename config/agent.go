@@ -57,6 +57,9 @@ type Agent struct {
 	// Raw holds every option as loaded from the files (defaults are not
 	// in it), known or not, for features that read their own options.
 	Raw map[string]any `yaml:"-"`
+	// ConfigDir is the directory the configuration was read from
+	// (beacons.save writes ConfigDir/agent.d/beacons.conf).
+	ConfigDir string `yaml:"-"`
 }
 
 // DefaultAgent returns the agent's defaults; ID is the host name.
@@ -151,6 +154,7 @@ func LoadAgent(dir string, warn func(Warning)) (*Agent, error) {
 		return nil, err
 	}
 	a.Raw = raw
+	a.ConfigDir = dir
 	root, err := absRoot(a.RootDir)
 	if err != nil {
 		return nil, &Error{File: filepath.Join(dir, "agent"), Msg: err.Error(), err: err}

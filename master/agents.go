@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -450,7 +451,19 @@ func (m *Master) handle(ctx context.Context, s *session, msg protocol.Message) e
 		if data == nil {
 			data = map[string]any{}
 		}
-		m.bus.Publish(b.Tag, map[string]any{"id": s.id, "tag": b.Tag, "data": data, "_stamp": b.Stamp})
+		if strings.HasPrefix(b.Tag, "salt/beacon/") {
+			// Salt's beacon events carry the beacon's data at the top
+			// level (data['memusage'], data['id']), as reactor files
+			// from Salt's documentation expect; id is the connection's.
+			flat := make(map[string]any, len(data)+2)
+			for k, v := range data {
+				flat[k] = v
+			}
+			flat["id"], flat["_stamp"] = s.id, b.Stamp
+			m.bus.Publish(b.Tag, flat)
+		} else {
+			m.bus.Publish(b.Tag, map[string]any{"id": s.id, "tag": b.Tag, "data": data, "_stamp": b.Stamp})
+		}
 		s.ack(msg.Seq)
 	case *protocol.Grains:
 		m.minions.setGrains(s.id, msg.Grains)

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/engines"
 	"github.com/halite-fleet/halite/event"
 	"github.com/halite-fleet/halite/internal/unixsock"
 	"github.com/halite-fleet/halite/master/jobcache"
@@ -45,8 +46,9 @@ type Master struct {
 	jids  event.JIDGen
 
 	minions *registry
-	relays  relays        // connected relays' links (relays.go)
-	reactor masterReactor // see reactor.go
+	relays  relays           // connected relays' links (relays.go)
+	reactor masterReactor    // see reactor.go
+	engines *engines.Manager // see engines.go
 
 	ready   chan struct{}
 	addr    net.Addr
@@ -103,6 +105,10 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 		return nil, err
 	}
 	if m.rets, err = newRetState(m); err != nil {
+		m.cache.Close()
+		return nil, err
+	}
+	if m.engines, err = newEngines(m); err != nil {
 		m.cache.Close()
 		return nil, err
 	}

@@ -52,9 +52,13 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 	if user == "" {
 		user = "root"
 	}
+	jobKwarg, err := m.syncKwargs(req) // engines.go: sync jobs carry the files
+	if err != nil {
+		return nil, err
+	}
 	jb := &protocol.JobBody{
 		JID: jid, Tgt: req.Tgt, TgtType: tgtTypeOr(req.TgtType), Fun: req.Fun,
-		Arg: req.Arg, Kwarg: req.Kwarg, User: user, Ret: req.Ret, Master: m.name,
+		Arg: req.Arg, Kwarg: jobKwarg, User: user, Ret: req.Ret, Master: m.name,
 		Delimiter: req.Delimiter,
 	}
 	job, err := protocol.SignJob(m.id.Priv, jb)

@@ -72,6 +72,9 @@ type Options struct {
 	// OnGrainsRefresh, when set, is called with the new grains after
 	// saltutil.refresh_grains, so the agent can send them to its master.
 	OnGrainsRefresh func(map[string]any)
+	// Host is handed to external functions (Register); the agent sets it
+	// to itself.
+	Host any
 }
 
 // Executor runs execution functions for jobs. It is safe for concurrent use;
@@ -82,6 +85,7 @@ type Executor struct {
 	grains    *grains.Store
 	log       *zap.Logger
 	onRefresh func(map[string]any)
+	host      any
 	pid       int
 
 	mu   sync.Mutex
@@ -119,6 +123,7 @@ func New(opts Options) *Executor {
 		grains:    g,
 		log:       log,
 		onRefresh: opts.OnGrainsRefresh,
+		host:      opts.Host,
 		pid:       os.Getpid(),
 		jobs:      make(map[uint64]*job),
 	}

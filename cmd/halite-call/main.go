@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -88,6 +89,10 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		if !o.local {
 			return sendEvent(ctx, cfg, args, kwargs, stdout, oo, o.out)
 		}
+	}
+	if strings.HasPrefix(o.fun, "beacons.") && o.fun != "beacons.list_available" {
+		// The beacons live in the running agent: ask it.
+		return callAgent(ctx, cfg, o.fun, args, kwargs, stdout, oo, o.out)
 	}
 	g := grains.New(cfg.ID, cfg.Grains, log.Named("grains"))
 	ex := exec.New(exec.Options{ID: cfg.ID, Version: agent.Version, Grains: g, Log: log.Named("exec")})
@@ -172,4 +177,27 @@ func fireEvent(ctx context.Context, cfg *config.Agent, args []any, stdout io.Wri
 		return fmt.Errorf("event not fired: %s", resp.Error)
 	}
 	return output.Format(stdout, out, map[string]any{"local": true}, oo)
+}
+
+// callAgent runs a function in the running agent (beacons.*), whose state
+// a separate process does not have.
+func callAgent(ctx context.Context, cfg *config.Agent, fun string, args []any, kwargs map[string]any, stdout io.Writer, oo output.Options, out string) error {
+	resp, err := agent.LocalCall(ctx, cfg.SocketPath(), &agent.LocalRequest{Op: "call", Fun: fun, Args: args, Kwargs: kwargs})
+	if err != nil {
+		return err
+	}
+	if resp.Error != "" {
+		return fmt.Errorf("%s: %s", fun, resp.Error)
+	}
+	if err := output.Format(stdout, out, map[string]any{"local": resp.Return}, oo); err != nil {
+		return err
+	}
+	if !resp.OK || resp.Retcode != 0 {
+		code := resp.Retcode
+		if code <= 0 || code > 255 {
+			code = 1
+		}
+		return &cli.ExitError{Code: code}
+	}
+	return nil
 }
