@@ -265,3 +265,25 @@ func TestRetryPolicy(t *testing.T) {
 		t.Errorf("backoff %v past its ceiling %v", last, maxBackoff)
 	}
 }
+
+func TestMasterAddrsShuffleAndRepeats(t *testing.T) {
+	cfg := config.DefaultAgent()
+	cfg.Master = []string{"m1", "m2:4600", "m1:4506", "m3"}
+	if got := masterAddrs(cfg); strings.Join(got, " ") != "m1:4506 m2:4600 m3:4506" {
+		t.Errorf("masterAddrs = %v, want the list in order without the repeat", got)
+	}
+	for _, opt := range []string{"master_shuffle", "random_master"} {
+		cfg.MasterShuffle, cfg.RandomMaster = opt == "master_shuffle", opt == "random_master"
+		firsts := map[string]bool{}
+		for i := 0; i < 200 && len(firsts) < 3; i++ {
+			got := masterAddrs(cfg)
+			if len(got) != 3 {
+				t.Fatalf("%s: %v, want 3 masters", opt, got)
+			}
+			firsts[got[0]] = true
+		}
+		if len(firsts) != 3 {
+			t.Errorf("%s: first masters seen in 200 shuffles: %v, want all 3", opt, firsts)
+		}
+	}
+}
