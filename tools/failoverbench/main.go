@@ -10,7 +10,7 @@
 // until every agent answers test.ping there, and how many of the
 // test.sleep returns never reached it (lost). Failback: while a test.sleep
 // job from the second master runs, the first master comes back; measured
-// is the time from its start (socket ready) to each agent's session on it,
+// is the time from its start (the command) to each agent's session on it,
 // until every agent answers test.ping there, and returns of the second job
 // found on neither master.
 //
@@ -183,16 +183,34 @@ func waitUntil(ctx context.Context, d time.Duration, what string, cond func() bo
 	return nil
 }
 
-// tracker records, per agent, when it last joined each master.
+// tracker records, per agent, when it last joined and left each master.
 type tracker struct {
 	mu     sync.Mutex
 	joined []map[string]time.Time
+	left   []map[string]time.Time
 }
 
-func (t *tracker) set(i int, master string, at time.Time) {
+func (t *tracker) set(i int, tag, master string, at time.Time) {
 	t.mu.Lock()
-	t.joined[i][master] = at
+	if tag == "__master_connected" {
+		t.joined[i][master] = at
+	} else {
+		t.left[i][master] = at
+	}
 	t.mu.Unlock()
+}
+
+// leftSince returns how long after t0 each agent that left master after
+// t0 did.
+func (t *tracker) leftSince(master string, t0 time.Time) (d []time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, l := range t.left {
+		if at, ok := l[master]; ok && at.After(t0) {
+			d = append(d, at.Sub(t0))
+		}
+	}
+	return d
 }
 
 // since returns, for every agent that joined master after t0, how long
@@ -245,11 +263,11 @@ func run(ctx context.Context, o options) error {
 		}
 		defer alog.Sync()
 	}
-	tr := &tracker{joined: make([]map[string]time.Time, o.n)}
+	tr := &tracker{joined: make([]map[string]time.Time, o.n), left: make([]map[string]time.Time, o.n)}
 	agents := make([]*agent.Agent, o.n)
 	ids := make([]string, o.n)
 	for i := range agents {
-		tr.joined[i] = map[string]time.Time{}
+		tr.joined[i], tr.left[i] = map[string]time.Time{}, map[string]time.Time{}
 		cfg := config.DefaultAgent()
 		cfg.ID = fmt.Sprintf("fo-%05d", i)
 		ids[i] = cfg.ID
@@ -274,7 +292,7 @@ func run(ctx context.Context, o options) error {
 		wg.Wait()
 	}()
 	for i, a := range agents {
-		sub := a.Subscribe("__master_connected", 64)
+		sub := a.Subscribe("__master_*connected", 64)
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
@@ -288,7 +306,7 @@ func run(ctx context.Context, o options) error {
 						return
 					}
 					if m, _ := ev.Data["master"].(string); m != "" {
-						tr.set(i, m, time.Now())
+						tr.set(i, ev.Tag, m, time.Now())
 					}
 				}
 			}
@@ -383,6 +401,7 @@ func run(ctx context.Context, o options) error {
 	lost := countLost(ctx, []string{mb.sock}, jid, ids, 60*time.Second)
 	d, _ := tr.since(mb.addr(), kill)
 	row("failover (SIGKILL of the active master)", d, pingDone.Sub(kill), lost)
+	row("of which: the kill → the agent gives the dead master up", tr.leftSince(ma.addr(), kill), 0, -1)
 
 	// Failback: the first master comes back while a job from the second
 	// one runs.
@@ -390,10 +409,12 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	// Measured from the command that starts it: agents may join it the
+	// moment it listens, before its socket is seen.
+	back := time.Now()
 	if err := ma.start(ctx, o.bin); err != nil {
 		return err
 	}
-	back := time.Now()
 	if err := waitUntil(ctx, 3*time.Minute, "every agent back on the first master", func() bool {
 		_, missing := tr.since(ma.addr(), back)
 		return missing == 0
@@ -421,7 +442,11 @@ func row(phase string, d []time.Duration, all time.Duration, lost int) {
 		i = max(0, min(i, len(d)-1))
 		return fmt.Sprintf("%.2f s", d[i].Seconds())
 	}
-	fmt.Printf("| %s | %d | %s | %s | %s | %s | %.2f s | %d |\n", phase, len(d), q(0.50), q(0.90), q(0.99), q(1), all.Seconds(), lost)
+	allS, lostS := fmt.Sprintf("%.2f s", all.Seconds()), fmt.Sprint(lost)
+	if lost < 0 {
+		allS, lostS = "", ""
+	}
+	fmt.Printf("| %s | %d | %s | %s | %s | %s | %s | %s |\n", phase, len(d), q(0.50), q(0.90), q(0.99), q(1), allS, lostS)
 }
 
 // publishAsync publishes test.sleep to every agent and returns the jid.
