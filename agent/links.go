@@ -354,6 +354,9 @@ func (a *Agent) failoverLoop(ctx context.Context) error {
 				return a.failbackWatch(sctx)
 			})
 			if ctx.Err() != nil {
+				if c.next != nil {
+					c.next.conn.CloseWithError(0, "")
+				}
 				return nil
 			}
 			back = c.next
