@@ -12,10 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/quic-go/quic-go"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/event"
 	"github.com/halite-fleet/halite/protocol"
 )
 
@@ -307,18 +309,30 @@ func (a *Agent) failoverLoop(ctx context.Context) error {
 		var c *masterConn
 		var lastErr error
 		idx := from
-		for k := 0; k < n; k++ {
+		for k := 0; k < n && c == nil; k++ {
 			idx = (from + k) % n
-			var err error
-			c, err = a.dial(ctx, a.links[idx])
-			if ctx.Err() != nil {
-				return nil
+			// A master that refuses a connection is up but busy (a fleet
+			// failing over to it at once): it is tried again after a
+			// short random pause before the next master, which may be
+			// the dead one.
+			for try := 0; ; try++ {
+				var err error
+				c, err = a.dial(ctx, a.links[idx])
+				if ctx.Err() != nil {
+					return nil
+				}
+				if err == nil {
+					break
+				}
+				lastErr = err
+				a.logTry(a.links[idx].addr, err)
+				if !refused(err) || try == 4 || !sleep(ctx, jitter(time.Second)) {
+					break
+				}
 			}
-			if err == nil {
-				break
-			}
-			lastErr = err
-			a.logTry(a.links[idx].addr, err)
+		}
+		if ctx.Err() != nil {
+			return nil
 		}
 		if c == nil {
 			w := p.wait(lastErr, false)
@@ -340,6 +354,9 @@ func (a *Agent) failoverLoop(ctx context.Context) error {
 				return a.failbackWatch(sctx)
 			})
 			if ctx.Err() != nil {
+				if c.next != nil {
+					c.next.conn.CloseWithError(0, "")
+				}
 				return nil
 			}
 			back = c.next
@@ -354,6 +371,13 @@ func (a *Agent) failoverLoop(ctx context.Context) error {
 		}
 		from = (idx + 1) % n
 	}
+}
+
+// refused reports whether err is a master refusing a connection (QUIC's
+// CONNECTION_REFUSED: its accept queue was full).
+func refused(err error) bool {
+	var te *quic.TransportError
+	return errors.As(err, &te) && te.ErrorCode == quic.ConnectionRefused
 }
 
 func (a *Agent) linkIndex(l *link) int {
@@ -439,4 +463,12 @@ func (a *Agent) queueAll(m protocol.Message) {
 	for _, o := range a.outs {
 		o.push(m)
 	}
+}
+
+// Subscribe subscribes to the agent's local event bus (Salt's minion
+// events: __master_connected, __master_disconnected, __master_failback,
+// and what the agent fires itself), for tools and tests that watch an
+// agent in their own process.
+func (a *Agent) Subscribe(pattern string, queue int) *event.Subscription {
+	return a.bus.Subscribe(pattern, queue)
 }

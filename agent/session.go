@@ -32,12 +32,13 @@ type masterConn struct {
 	next *masterConn // failover: the session that replaced this one (failback)
 }
 
-// quicConfig is the QUIC configuration of a connection to a master:
-// with master_alive_interval set, a master that sends nothing (dead,
-// paused, cut off) for that long ends the connection.
+// quicConfig is the QUIC configuration of a connection to a master. With
+// master_alive_interval set, aliveLoop notices a silent master (dead,
+// paused, cut off) after that long; QUIC's idle timeout, at twice that,
+// is only the backstop.
 func (a *Agent) quicConfig() *quic.Config {
 	qc := protocol.QUICConfig()
-	if d := a.aliveInterval(); d > 0 && d < qc.MaxIdleTimeout {
+	if d := 2 * a.aliveInterval(); d > 0 && d < qc.MaxIdleTimeout {
 		qc.MaxIdleTimeout = d
 		qc.KeepAlivePeriod = d / 2
 	}
@@ -124,8 +125,9 @@ func (a *Agent) dial(ctx context.Context, l *link) (*masterConn, error) {
 	return c, nil
 }
 
-// errNotAlive ends a session whose master did not answer the alive check.
-var errNotAlive = errors.New("master did not answer the alive check (master_alive_interval)")
+// errNotAlive ends a session whose master sent no packet for
+// master_alive_interval.
+var errNotAlive = errors.New("master silent for master_alive_interval")
 
 // serve runs an accepted connection until it ends or ctx does. watch, if
 // not nil, runs beside it: a connection it returns replaces this one
@@ -149,11 +151,18 @@ func (a *Agent) serve(ctx context.Context, c *masterConn, watch func(context.Con
 	unblock := context.AfterFunc(sessCtx, func() { conn.CloseWithError(0, "") })
 	defer unblock()
 	var sent atomic.Uint64 // the highest spooled seq written on this connection
-	var pong atomic.Uint64 // the highest Pong seq the master sent
+	var heard atomic.Int64 // when the master last sent anything
+	heard.Store(time.Now().UnixNano())
 	writeErr := make(chan error, 1)
 	go func() { writeErr <- a.writeLoop(sessCtx, l.out, f, c.macKey, c.acks, &sent) }()
 	aliveErr := make(chan error, 1)
-	go func() { aliveErr <- a.aliveLoop(sessCtx, l.out, &pong) }()
+	go func() {
+		err := a.aliveLoop(sessCtx, conn, l.out, &heard)
+		if err != nil {
+			stop()
+		}
+		aliveErr <- err
+	}()
 	watchDone := make(chan struct{})
 	go func() {
 		defer close(watchDone)
@@ -167,7 +176,7 @@ func (a *Agent) serve(ctx context.Context, c *masterConn, watch func(context.Con
 	}()
 	// Jobs run under ctx, not sessCtx: a job outlives the connection that
 	// brought it, and its return waits in the outbox for the next one.
-	readErr := a.readLoop(ctx, sessCtx, l, f, &sent, &pong)
+	readErr := a.readLoop(ctx, sessCtx, l, f, &sent, &heard)
 	stop()
 	conn.CloseWithError(0, "")
 	werr := <-writeErr
@@ -184,29 +193,55 @@ func (a *Agent) serve(ctx context.Context, c *masterConn, watch func(context.Con
 	return werr
 }
 
-// aliveLoop pings the master every master_alive_interval and ends the
-// session when the previous ping is still unanswered.
-func (a *Agent) aliveLoop(ctx context.Context, out *outbox, pong *atomic.Uint64) error {
+// aliveLoop checks the master every master_alive_interval/10 (100 ms to
+// 1 s). It sends a Ping every third of the interval; the master's QUIC
+// stack acknowledges it even while the master is busy. The session ends
+// when no packet at all came from the master for the whole interval (it
+// is dead, paused or cut off), or when its process acknowledged packets
+// but sent no message for appStall(interval) (it is stuck). heard is when
+// the last message arrived (UnixNano), kept by the read loop.
+func (a *Agent) aliveLoop(ctx context.Context, conn *quic.Conn, out *outbox, heard *atomic.Int64) error {
 	every := a.aliveInterval()
 	if every <= 0 {
 		return nil
 	}
-	t := time.NewTicker(every)
+	tick := min(max(every/10, 100*time.Millisecond), time.Second)
+	t := time.NewTicker(tick)
 	defer t.Stop()
-	var seq uint64
+	var seq, packets uint64
+	lastPing, lastPacket := time.Now(), time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case now := <-t.C:
+			if n := conn.ConnectionStats().PacketsReceived; n != packets {
+				packets, lastPacket = n, now
+			}
+			if now.Sub(lastPacket) > every {
+				return errNotAlive
+			}
+			if now.Sub(time.Unix(0, heard.Load())) > appStall(every) {
+				return errStuck
+			}
+			if now.Sub(lastPing) >= every/3 {
+				seq++
+				out.push(&protocol.Ping{Seq: seq})
+				lastPing = now
+			}
 		}
-		if seq > 0 && pong.Load() < seq {
-			return errNotAlive
-		}
-		seq++
-		out.push(&protocol.Ping{Seq: seq})
 	}
 }
+
+// appStall is how long a master that still acknowledges packets may send
+// no message before the agent gives up on it: a busy master (a burst of
+// returns to store, a fleet reconnecting) is better waited for than left
+// for another that the whole fleet would then crowd.
+func appStall(every time.Duration) time.Duration { return max(3*every, 15*time.Second) }
+
+// errStuck ends a session whose master acknowledges packets but answers
+// nothing.
+var errStuck = errors.New("master acknowledges packets but has answered nothing for 3 alive intervals")
 
 // writeLoop sends the outbox to the master: the in-memory messages first,
 // then the spooled returns and events not yet written on this connection,
@@ -273,9 +308,12 @@ func (a *Agent) ackSpool(out *outbox, seq uint64) {
 // readLoop handles what the master sends. sent is the highest seq the
 // session's writer has written: an ack never covers more (a relay could
 // forge one).
-func (a *Agent) readLoop(ctx, sessCtx context.Context, l *link, f *protocol.Framer, sent, pong *atomic.Uint64) error {
+func (a *Agent) readLoop(ctx, sessCtx context.Context, l *link, f *protocol.Framer, sent *atomic.Uint64, heard *atomic.Int64) error {
 	for {
 		msg, err := f.Read()
+		if err == nil {
+			heard.Store(time.Now().UnixNano())
+		}
 		if err != nil {
 			if sessCtx.Err() != nil {
 				return nil
@@ -291,9 +329,6 @@ func (a *Agent) readLoop(ctx, sessCtx context.Context, l *link, f *protocol.Fram
 		case *protocol.Ping:
 			l.out.push(&protocol.Pong{Seq: msg.Seq})
 		case *protocol.Pong:
-			if msg.Seq > pong.Load() {
-				pong.Store(msg.Seq)
-			}
 		case *protocol.Ack:
 			a.ackSpool(l.out, min(msg.Seq, sent.Load()))
 		case *protocol.Error:

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -98,9 +99,19 @@ var agentRole = &role[Agent]{
 	name:  "agent",
 	other: "master",
 	options: map[string]func(*Agent, value) error{
-		"root_dir":                 func(a *Agent, v value) error { return v.str(&a.RootDir) },
-		"id":                       func(a *Agent, v value) error { return v.str(&a.ID) },
-		"master":                   func(a *Agent, v value) error { return v.strList(&a.Master, false) },
+		"root_dir": func(a *Agent, v value) error { return v.str(&a.RootDir) },
+		"id":       func(a *Agent, v value) error { return v.str(&a.ID) },
+		"master": func(a *Agent, v value) error {
+			if err := v.strList(&a.Master, false); err != nil {
+				return err
+			}
+			for _, m := range a.Master {
+				if err := checkMasterAddr(m); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
 		"master_port":              func(a *Agent, v value) error { return v.port(&a.MasterPort) },
 		"master_finger":            func(a *Agent, v value) error { return v.str(&a.MasterFinger) },
 		"relay_finger":             func(a *Agent, v value) error { return v.str(&a.RelayFinger) },
@@ -175,6 +186,37 @@ func (a *Agent) SocketPath() string { return filepath.Join(a.SockDir, "agent.soc
 
 // SpoolDir returns the directory of the on-disk spool, cachedir/spool.
 func (a *Agent) SpoolDir() string { return filepath.Join(a.CacheDir, "spool") }
+
+// checkMasterAddr checks one entry of the master option: a host name or
+// address, optionally with a port (host:port, [v6]:port).
+func checkMasterAddr(m string) error {
+	m = strings.TrimSpace(m)
+	bad := func(why string) error { return fmt.Errorf("master %q: %s (want host, host:port or [v6]:port)", m, why) }
+	if m == "" {
+		return bad("empty")
+	}
+	host := m
+	if h, p, err := net.SplitHostPort(m); err == nil {
+		n, perr := strconv.Atoi(p)
+		if perr != nil || n < 1 || n > 65535 {
+			return bad("port must be a number from 1 to 65535")
+		}
+		host = h
+	} else if strings.HasPrefix(m, "[") {
+		if !strings.HasSuffix(m, "]") || net.ParseIP(m[1:len(m)-1]) == nil {
+			return bad("not an IPv6 address in brackets")
+		}
+	} else if strings.Count(m, ":") == 1 {
+		return bad(err.Error())
+	}
+	if host == "" {
+		return bad("no host")
+	}
+	if net.ParseIP(strings.Trim(host, "[]")) == nil && strings.ContainsAny(host, " /[]@") {
+		return bad("not a host name")
+	}
+	return nil
+}
 
 // MasterAddrs returns the masters as host:port, in configured order. A
 // master given as "host:port" or "[v6]:port" keeps its port (Salt's

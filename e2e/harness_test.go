@@ -188,7 +188,7 @@ func (c *cluster) startAgent(id string, extra string) *proc {
 	dir := c.agentDir(id)
 	if _, err := os.Stat(filepath.Join(dir, "agent")); err != nil {
 		os.MkdirAll(dir, 0o755)
-		conf := fmt.Sprintf("id: %s\nroot_dir: %s\nmaster: 127.0.0.1\nmaster_port: %d\nacceptance_wait_time: 1\nlog_file: ''\n%s",
+		conf := fmt.Sprintf("id: %s\nroot_dir: %s\nmaster: 127.0.0.1\nmaster_port: %d\nacceptance_wait_time: 1\nrandom_reauth_delay: 1\nlog_file: ''\n%s",
 			id, filepath.Join(c.root, id), c.port, extra)
 		if err := os.WriteFile(filepath.Join(dir, "agent"), []byte(conf), 0o644); err != nil {
 			c.t.Fatal(err)

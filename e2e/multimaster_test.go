@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,7 +28,9 @@ func newMultimaster(t *testing.T, n int, masterExtra string) *multimaster {
 	t.Helper()
 	f := &multimaster{t: t}
 	for i := 0; i < n; i++ {
-		f.masters = append(f.masters, newCluster(t, fmt.Sprintf("jid_node: %d\n%s", i+1, masterExtra)))
+		c := newCluster(t, fmt.Sprintf("jid_node: %d\n%s", i+1, masterExtra))
+		c.port = lowUDPPort(t)
+		f.masters = append(f.masters, c)
 	}
 	t.Cleanup(func() {
 		// A paused master cannot stop: let it go on before the clusters'
@@ -74,6 +78,25 @@ func (f *multimaster) shareKey(m *cluster) {
 			f.t.Fatal(err)
 		}
 	}
+}
+
+// lowUDPPort returns a free UDP port on 127.0.0.1 below the kernel's
+// ephemeral range: these masters are killed and started again while
+// agents dial, and an agent's ephemeral socket must not take the port of
+// a master that is down.
+func lowUDPPort(t *testing.T) int {
+	t.Helper()
+	for try := 0; try < 200; try++ {
+		port := 20000 + rand.IntN(12000)
+		c, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		c.Close()
+		return port
+	}
+	t.Fatal("no free UDP port from 20000 to 32000")
+	return 0
 }
 
 // masterList is the agent's master option for the given addresses.

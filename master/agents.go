@@ -18,6 +18,7 @@ import (
 )
 
 const (
+	acceptLoops  = 4
 	helloTimeout = 10 * time.Second
 	// sendQueue is how many frames may wait for a slow agent before the
 	// master drops its connection (the agent comes back and is served again).

@@ -166,7 +166,12 @@ func (m *Master) Run(ctx context.Context) error {
 	close(m.ready)
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return m.acceptAgents(gctx, ln) })
+	// Several accept loops: quic-go refuses connections whose handshake
+	// is done while 32 wait to be accepted, and a fleet failing over to
+	// this master arrives all at once, on a busy machine.
+	for range acceptLoops {
+		g.Go(func() error { return m.acceptAgents(gctx, ln) })
+	}
 	g.Go(func() error { return m.serveAPI(gctx, apiLn) })
 	g.Go(func() error { return m.cleanLoop(gctx) })
 	g.Go(func() error { return m.presenceLoop(gctx) })

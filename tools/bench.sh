@@ -6,6 +6,8 @@
 #   2. The fleet simulator: publish-to-last-return at 100, 1000, 5000 agents.
 #   3. tools/procbench: a real master and 100 real agents on loopback, the
 #      wall time of `halite '*' test.ping`, and idle RSS.
+#   3b. tools/failoverbench: 1000 agents in failover mode, the active master
+#      SIGKILLed, then back: time to every agent on the next master, returns lost.
 #   4. `make cross`: the agent binary's size per architecture.
 # then a table of goals with what was measured. The whole run is bounded
 # (BENCH_BUDGET seconds, default 600); a step that fails or runs out of time
@@ -14,7 +16,8 @@
 # docs/BENCHMARKS.md records the figures and how to read them.
 #
 # Knobs: BENCH_COUNT (5), BENCH_TIME (1s), BENCH_BUDGET (600),
-#        FLEETSIM_N (100,1000,5000), FLEETSIM_ROUNDS (10), PROCBENCH_N (100).
+#        FLEETSIM_N (100,1000,5000), FLEETSIM_ROUNDS (10), PROCBENCH_N (100),
+#        FAILOVER_N (1000).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO="${GO:-go}"
@@ -24,6 +27,7 @@ BUDGET="${BENCH_BUDGET:-600}"
 FLEETSIM_N="${FLEETSIM_N:-100,1000,5000}"
 FLEETSIM_ROUNDS="${FLEETSIM_ROUNDS:-10}"
 PROCBENCH_N="${PROCBENCH_N:-100}"
+FAILOVER_N="${FAILOVER_N:-1000}"
 OUT="${BENCH_OUT:-$(mktemp -d -t halite-bench.XXXXXX)}"
 mkdir -p "$OUT"
 START=$SECONDS
@@ -187,6 +191,13 @@ else
   FAILED+=(procbench-build)
 fi
 
+say "3b. Multimaster failover and failback: 2 real masters, $FAILOVER_N real agents in one process"
+if "$GO" build -o "$OUT/failoverbench" ./tools/failoverbench; then
+  step failoverbench 240 "$OUT/failoverbench" -bin bin -n "$FAILOVER_N" -alive 5 -timeout "$(left 230)s"
+else
+  FAILED+=(failoverbench-build)
+fi
+
 say "4. Agent binary size per architecture (make cross: stripped, -trimpath)"
 step cross 240 make --no-print-directory cross
 
@@ -201,6 +212,8 @@ ping=$(awk -F' *[|] *' '$2 ~ /^[0-9]+$/ && $7 ~ /ms/ { print $3; exit }' "$OUT/p
 rss=$(awk -F' *[|] *' '$2 == "halite-agent" { print $4 }' "$OUT/procbench.txt" 2>/dev/null)
 v7=$(awk '$1 == "linux-armv7" { print $3 }' "$OUT/cross.txt" 2>/dev/null)
 cmp=$(metric "$A" Compound/phase=compile+match/grains=index/minions=100000 ns/minion)
+fo() { awk -F' *[|] *' -v p="$1" -v c="$2" 'index($2, p) == 1 { print $c }' "$OUT/failoverbench.txt" 2>/dev/null; }
+fop99=$(fo failover 6); folost=$(fo failover 9); fbp99=$(fo failback 6); fblost=$(fo failback 9)
 rp99=$(awk -F' *[|] *' '$2 ~ /^[0-9]+$/ { print $7 }' "$OUT/reactorbench-1000.txt" 2>/dev/null)
 rps=$(awk -F' *[|] *' '$2 ~ /^[0-9]+$/ { print $5 }' "$OUT/reactorbench-max.txt" 2>/dev/null)
 {
@@ -213,6 +226,10 @@ rps=$(awk -F' *[|] *' '$2 ~ /^[0-9]+$/ { print $5 }' "$OUT/reactorbench-max.txt"
   echo "| halite-agent linux/armv7 stripped ≤ 8 MiB | ${v7:+$v7 MiB} | $(judge "$v7" 8) | make cross |"
   echo "| reactor: event → job published p99 ≤ 10 ms at 1,000 events/s | ${rp99:-—} | $(judge "$([[ -n $rp99 ]] && to_ms "$rp99")" 10) | go run ./tools/reactorbench -rate 1000 |"
   echo "| reactor: reactions/s end to end ≥ 2,000 | ${rps:-—} | $([[ -n $rps ]] && judge 2000 "$rps" || echo "not measured") | go run ./tools/reactorbench -rate 0 |"
+  echo "| failover, $FAILOVER_N agents, master_alive_interval 5: kill → on the next master p99 ≤ 7 s | ${fop99:-—} | $(judge "$([[ -n $fop99 ]] && to_ms "$fop99")" 7000) | go run ./tools/failoverbench -n $FAILOVER_N -alive 5 |"
+  echo "| failover: returns lost = 0 | ${folost:-—} | $(judge "$folost" 0) | (same) |"
+  echo "| failback: first master back → every agent on it, p99 (master_failback_interval 5) | ${fbp99:-—} | measured | (same) |"
+  echo "| failback: returns lost = 0 | ${fblost:-—} | $(judge "$fblost" 0) | (same) |"
   echo "| compound target, 100k minions, compile+match ≤ 400 ns/minion | ${cmp:+$cmp ns} | $(judge "$cmp" 400) | go test -bench BenchmarkCompound -cpu 1 ./targets/ |"
 } | tee "$OUT/goals.md"
 
