@@ -87,10 +87,23 @@ func TestRelayEnrolment(t *testing.T) {
 // restarted master, nothing lost.
 func TestRelayMasterRestart(t *testing.T) {
 	tm := startMaster(t, true)
-	tr := startRelay(t, tm, "r1", nil, nil)
+	forwarded := make(chan struct{}, 16)
+	tr := startRelay(t, tm, "r1", nil, func(typ protocol.Type, wire []byte) []byte {
+		if typ == protocol.TypeJob {
+			forwarded <- struct{}{}
+		}
+		return wire // observed, not altered
+	})
 	cam, _ := startDevice(t, tr, "cam1", nil)
 	tm.waitEvent(t, "salt/minion/cam1/start", nil)
 	jid := asyncJob(t, tm, "cam1", "test.sleep", 2)
+	// The master goes once the relay has the job (before, the job might
+	// go down with it).
+	select {
+	case <-forwarded:
+	case <-time.After(waitTimeout):
+		t.Fatal("the relay never forwarded the job")
+	}
 	tm.restart(t)
 	const n = 10
 	for i := range n {
