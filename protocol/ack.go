@@ -9,7 +9,8 @@ package protocol
 //
 // A relay between them sees Seq in the clear and could forge acks: the
 // worst it can do is make an agent forget items early, which it could as
-// well do by dropping them. Relays will need acks of their own upstream.
+// well do by dropping them. A relay passes the master's acks on to the
+// device, so acks are end to end.
 type Ack struct {
 	Seq uint64 `cbor:"1,keyasint"`
 }

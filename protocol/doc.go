@@ -46,8 +46,33 @@
 // written). The master stores returns idempotently on (jid, id) and fires a
 // return's event only the first time, so a replay does not repeat it.
 // Seq lies outside the signature: a relay could alter it, or forge acks,
-// and at worst make the agent forget an item early; relays will need acks
-// of their own for their upstream hop.
+// and at worst make the agent forget an item early, which it could as well
+// do by dropping it. Relays pass the master's acks on (see Relays).
+//
+// # Relays
+//
+// A device may reach the master through a relay (capability 5). The device
+// speaks the flow above to the relay, unchanged; the relay keeps one link
+// to the master: a connection whose first stream opens with
+// Hello{Relay: true} (the relay's own key, accepted like any agent's) and
+// then carries the master's jobs for the relay's devices, once per relay
+// ([Job] with IDs when the relay cannot evaluate the target itself). Every
+// further stream of the link is one device:
+//
+//	device            relay                               master
+//	  | Hello -->       | Hello{…, Pub: device's TLS key} -->  |  KXSig must verify under Pub
+//	  | <-- KeyStatus   | <-- KeyStatus{…, KX, KXSig, MasterKey} |
+//	  | Return{mac} --> | (kept until acked)   Return{mac} -->   |  MAC and id checked
+//	  | <-- Ack         | <-- Ack (forwarded: acks are end to end) |
+//	  | <-- Job         | <-- Job on the link's first stream      |  signed once
+//
+// MasterKey tells the device that its TLS peer is a relay: it pins the
+// relay's key apart and verifies jobs and KXSig with the master's. The
+// master's key agreement half is derived from its identity and the
+// device's half ([Identity.SessionKX]), so when the link drops the relay
+// sends the same Hello again and the session, and its MAC key, go on: what
+// the relay held meanwhile still verifies. The relay sees every public half
+// and every body but can compute no MAC key and no signature.
 //
 // Versions have two levels: the ALPN string changes only on a breaking
 // change (peers that do not share it cannot connect), and [CapabilityVersion]

@@ -172,7 +172,7 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 		}
 	}()
 
-	l := r.link.Load()
+	l := r.waitLink(ctx, conn)
 	if l == nil {
 		refuse(protocol.KindShutdown, "the relay cannot reach the master now; try again later")
 		return
@@ -315,5 +315,28 @@ func (r *Relay) throttle(d *device) bool {
 		return true
 	case <-d.conn.Context().Done():
 		return false
+	}
+}
+
+// linkWait is how long a device's Hello waits for the upstream link (a
+// relay just started, or reconnecting) before it is refused.
+const linkWait = 5 * time.Second
+
+// waitLink returns the upstream link, waiting up to linkWait for it.
+func (r *Relay) waitLink(ctx context.Context, conn *quic.Conn) *link {
+	deadline := time.Now().Add(linkWait)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if l := r.link.Load(); l != nil || time.Now().After(deadline) {
+			return l
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-conn.Context().Done():
+			return nil
+		case <-tick.C:
+		}
 	}
 }

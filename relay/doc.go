@@ -1,7 +1,17 @@
-// Package relay will be the client-site relay: a halite-agent with a
-// relay: section that proxies thousands of devices on a network nobody
-// controls to the master, over one upstream QUIC connection, fanning jobs
-// out with the targets package and batching returns back. It forwards the
-// master's signed jobs and the devices' authenticated returns unchanged, so
-// it can delay or drop but never forge. Not built yet: see the relay issue.
+// Package relay is the client-site relay: run by halite-agent when its
+// config has a relay: section, beside the agent's own session, it listens
+// for device agents on the site network and carries their sessions to the
+// master over one upstream QUIC link that it dials (nothing dials into the
+// site). The master sends each job once per relay; the relay matches its
+// devices with the targets package and fans the signed job out. Devices'
+// returns and events, MAC-tagged with a key agreed end to end with the
+// master, go up unchanged; the master's acks come back down, so a device
+// forgets an item only once the master stored it. While the master is
+// away the relay keeps its devices connected and holds what they send
+// (bounded by spool_max), then replays their Hellos, which resume the same
+// sessions, and sends it all in order. It limits each device's rate and
+// drops a device that sends what it may not, without anyone else noticing.
+//
+// The relay can delay or drop, never forge or impersonate: see "Relays" in
+// docs/ARCHITECTURE.md and the package comment of protocol.
 package relay

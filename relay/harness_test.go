@@ -313,11 +313,17 @@ func startDevice(t *testing.T, tr *testRelay, id string, grains map[string]any) 
 	t.Helper()
 	cfg := agentConfig(t, id, tr.Addr().String())
 	cfg.Grains = grains
-	a, err := agent.New(cfg, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Named(id))
+	return startDeviceCfg(t, cfg)
+}
+
+// startDeviceCfg runs a device agent with cfg.
+func startDeviceCfg(t *testing.T, cfg *config.Agent) (*agent.Agent, *runner) {
+	t.Helper()
+	a, err := agent.New(cfg, zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)).Named(cfg.ID))
 	if err != nil {
-		t.Fatalf("agent.New %s: %v", id, err)
+		t.Fatalf("agent.New %s: %v", cfg.ID, err)
 	}
-	return a, start(t, "device "+id, a.Run)
+	return a, start(t, "device "+cfg.ID, a.Run)
 }
 
 // asyncJob publishes a job without waiting for its returns.

@@ -2,6 +2,8 @@ package relay
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -87,10 +89,23 @@ func TestRelayEnrolment(t *testing.T) {
 // restarted master, nothing lost.
 func TestRelayMasterRestart(t *testing.T) {
 	tm := startMaster(t, true)
-	tr := startRelay(t, tm, "r1", nil, nil)
+	forwarded := make(chan struct{}, 16)
+	tr := startRelay(t, tm, "r1", nil, func(typ protocol.Type, wire []byte) []byte {
+		if typ == protocol.TypeJob {
+			forwarded <- struct{}{}
+		}
+		return wire // observed, not altered
+	})
 	cam, _ := startDevice(t, tr, "cam1", nil)
 	tm.waitEvent(t, "salt/minion/cam1/start", nil)
 	jid := asyncJob(t, tm, "cam1", "test.sleep", 2)
+	// The master goes once the relay has the job (before, the job might
+	// go down with it).
+	select {
+	case <-forwarded:
+	case <-time.After(waitTimeout):
+		t.Fatal("the relay never forwarded the job")
+	}
 	tm.restart(t)
 	const n = 10
 	for i := range n {
@@ -200,5 +215,52 @@ func TestRelayRateLimit(t *testing.T) {
 	}
 	if st := tr.Stats(); st.Throttled == 0 {
 		t.Errorf("relay stats %+v: want some throttled", st)
+	}
+}
+
+// TestRelayDevicePins: a device behind a relay pins the relay's key and
+// the master's apart, and refuses a master that is not the one it expects.
+func TestRelayDevicePins(t *testing.T) {
+	tm := startMaster(t, true)
+	tr := startRelay(t, tm, "r1", nil, nil)
+	relayFP := protocol.Fingerprint(tr.agent.Identity().Pub)
+
+	good := agentConfig(t, "cam1", tr.Addr().String())
+	good.MasterFinger = tm.Fingerprint()
+	startDeviceCfg(t, good)
+	tm.waitEvent(t, "salt/minion/cam1/start", nil)
+	// The device pins once it reads the master's answer, just after the
+	// master announced it.
+	var b []byte
+	waitFor(t, "cam1 to pin its keys", func() bool {
+		var err error
+		b, err = os.ReadFile(filepath.Join(good.PkiDir, "minion_relay.pub"))
+		_, merr := os.Stat(filepath.Join(good.PkiDir, "minion_master.pub"))
+		return err == nil && merr == nil
+	})
+	if pub, err := protocol.ParsePublicKey(b); err != nil || protocol.Fingerprint(pub) != relayFP {
+		t.Errorf("pinned relay key %s (%v), want %s", b, err, relayFP)
+	}
+	b, err := os.ReadFile(filepath.Join(good.PkiDir, "minion_master.pub"))
+	if pub, perr := protocol.ParsePublicKey(b); err != nil || perr != nil || protocol.Fingerprint(pub) != tm.Fingerprint() {
+		t.Errorf("pinned master key %s (%v), want the master's %s", b, err, tm.Fingerprint())
+	}
+
+	// A device told to expect another master (here: the relay's key)
+	// reaches the master (which accepts its key: auto_accept) but refuses
+	// the session, so it runs nothing.
+	bad := agentConfig(t, "cam2", tr.Addr().String())
+	bad.MasterFinger = relayFP
+	_, run := startDeviceCfg(t, bad)
+	tm.waitEvent(t, "salt/auth", idIs("cam2"))
+	got, _, _ := tm.publish(t, "cam*", "test.ping", 5)
+	if want := []string{"cam1"}; !cmp.Equal(got, want) {
+		t.Errorf("test.ping cam*: returned %v, want %v (cam2 must refuse the master)", got, want)
+	}
+	if err := run.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if tr.Stats().Devices != 1 {
+		t.Errorf("relay serves %d devices, want 1", tr.Stats().Devices)
 	}
 }

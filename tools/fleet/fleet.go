@@ -30,6 +30,9 @@ type Options struct {
 	MasterFP   string // the master's fingerprint to pin; "" trusts any
 	Grains     map[string]any
 	MaxBackoff time.Duration // reconnect backoff ceiling; default 5s
+	// Addrs, if set, are relays (or masters) to spread the agents over:
+	// agent i dials Addrs[i%len(Addrs)] instead of Start's addr.
+	Addrs []string
 }
 
 // Fleet is a running simulated fleet.
@@ -51,6 +54,7 @@ type Fleet struct {
 }
 
 type simAgent struct {
+	up     atomic.Int64 // when its current session was accepted (unix ns); 0: none
 	id     string
 	ident  *protocol.Identity
 	master atomic.Pointer[ed25519.PublicKey]
@@ -88,12 +92,21 @@ func Start(addr string, opts Options) (*Fleet, error) {
 		a := &simAgent{id: fmt.Sprintf("%s%05d", opts.Prefix, i), ident: id, tr: f.transports[len(f.transports)-1]}
 		f.agents = append(f.agents, a)
 	}
-	udp, err := net.ResolveUDPAddr("udp", addr)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("resolve %s: %w", addr, err)
+	addrs := opts.Addrs
+	if len(addrs) == 0 {
+		addrs = []string{addr}
 	}
-	for _, a := range f.agents {
+	udps := make([]*net.UDPAddr, len(addrs))
+	for i, a := range addrs {
+		udp, err := net.ResolveUDPAddr("udp", a)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("resolve %s: %w", a, err)
+		}
+		udps[i] = udp
+	}
+	for i, a := range f.agents {
+		udp := udps[i%len(udps)]
 		f.wg.Add(1)
 		go func() {
 			defer f.wg.Done()
@@ -105,6 +118,17 @@ func Start(addr string, opts Options) (*Fleet, error) {
 
 // Connected is how many agents have an accepted session now.
 func (f *Fleet) Connected() int { return int(f.connected.Load()) }
+
+// ReconnectedSince is how many agents have a session accepted after t.
+func (f *Fleet) ReconnectedSince(t time.Time) int {
+	n := 0
+	for _, a := range f.agents {
+		if a.up.Load() > t.UnixNano() {
+			n++
+		}
+	}
+	return n
+}
 
 // Jobs is how many jobs the fleet has answered.
 func (f *Fleet) Jobs() int64 { return f.jobs.Load() }
@@ -151,7 +175,13 @@ func (f *Fleet) keepConnected(ctx context.Context, a *simAgent, addr *net.UDPAdd
 			return
 		}
 		var na notAccepted
-		if errors.As(err, &na) {
+		var ended sessionEnded
+		switch {
+		case errors.As(err, &na):
+			backoff = time.Second
+		case errors.As(err, &ended):
+			// A session that was up: start over from 1 s, as the
+			// agent does after a session that lived.
 			backoff = time.Second
 		}
 		d := time.Duration(rand.Int64N(int64(backoff))) + 10*time.Millisecond
@@ -166,15 +196,19 @@ func (f *Fleet) keepConnected(ctx context.Context, a *simAgent, addr *net.UDPAdd
 	}
 }
 
+// sessionEnded wraps the end of a session that had been accepted.
+type sessionEnded struct{ err error }
+
+func (e sessionEnded) Error() string { return "session ended: " + e.err.Error() }
+
 type notAccepted string
 
 func (n notAccepted) Error() string { return "key " + string(n) }
 
 func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) error {
+	// The peer is the master, or a relay: then the KeyStatus carries the
+	// master's key, which is the one pinned and used.
 	pin := func(pub ed25519.PublicKey) error {
-		if f.opts.MasterFP != "" && !protocol.SameFingerprint(f.opts.MasterFP, protocol.Fingerprint(pub)) {
-			return errors.New("master fingerprint mismatch")
-		}
 		p := append(ed25519.PublicKey(nil), pub...)
 		a.master.Store(&p)
 		return nil
@@ -213,6 +247,12 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 		return notAccepted(ks.Status)
 	}
 	masterPub := *a.master.Load()
+	if ks.MasterKey != nil {
+		masterPub = ed25519.PublicKey(ks.MasterKey)
+	}
+	if f.opts.MasterFP != "" && !protocol.SameFingerprint(f.opts.MasterFP, protocol.Fingerprint(masterPub)) {
+		return errors.New("master fingerprint mismatch")
+	}
 	if err := protocol.VerifyMasterKX(masterPub, a.id, hello.KX, ks.KX, ks.KXSig); err != nil {
 		return err
 	}
@@ -221,13 +261,17 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 		return err
 	}
 	f.connected.Add(1)
-	defer f.connected.Add(-1)
+	a.up.Store(time.Now().UnixNano())
+	defer func() {
+		a.up.Store(0)
+		f.connected.Add(-1)
+	}()
 	stop := context.AfterFunc(ctx, func() { conn.CloseWithError(0, "") })
 	defer stop()
 	for {
 		m, err := fr.Read()
 		if err != nil {
-			return err
+			return sessionEnded{err}
 		}
 		job, ok := m.(*protocol.Job)
 		if !ok {

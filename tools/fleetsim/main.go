@@ -5,6 +5,14 @@
 // through the master's local socket, as the CLI does.
 //
 //	fleetsim [-n 100,1000,5000] [-rounds 10] [-warmup 1]
+//	fleetsim -relays 10 -n 10000 [-storm term|kill] [-json]
+//
+// With -relays R the devices reach the master through R real relays
+// (package relay), run in a child process of this program so that their
+// memory (RSS) is measured alone; -storm then stops that process (term:
+// SIGTERM, a restart; kill: SIGKILL, a crash), starts it again on the same
+// ports, and times until every device is back.
+// -json prints one JSON object per fleet size instead of a table row.
 package main
 
 import (
@@ -30,7 +38,42 @@ func main() {
 	warmup := flag.Int("warmup", 1, "unmeasured rounds first")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured rounds to this file")
 	flag.BoolVar(phases, "phases", false, "print when the job was published and when the 1st, 50%, 90% and last returns arrived")
+	relays := flag.Int("relays", 0, "spread the devices over this many relays (0: devices connect to the master)")
+	storm := flag.String("storm", "", "with -relays: restart the relays (term: SIGTERM, kill: SIGKILL) and time the reconnect storm")
+	asJSON := flag.Bool("json", false, "print JSON objects")
+	child := flag.Bool("relay-child", false, "internal: run relays for the parent fleetsim")
+	master := flag.String("master", "", "internal: -relay-child's master address")
+	per := flag.Int("per", 0, "internal: -relay-child's devices per relay")
+	root := flag.String("root", "", "internal: -relay-child's directory")
+	listen := flag.String("listen", "", "internal: -relay-child's addresses")
 	flag.Parse()
+	if *child {
+		if err := relayChild(*master, *root, *listen, *relays, *per); err != nil {
+			fmt.Fprintln(os.Stderr, "fleetsim relays:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *relays > 0 {
+		if !*asJSON {
+			fmt.Printf("fleetsim: GOMAXPROCS=%d, %d rounds after %d warm-up, devices behind relays\n", runtime.GOMAXPROCS(0), *rounds, *warmup)
+			fmt.Println("| devices | relays | connect all | p50 publish→last return | p99 | min | max | relay RSS per device | storm: all back |")
+			fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		}
+		for _, s := range strings.Split(*ns, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err == nil && n > 0 {
+				err = measureRelays(n, *relays, *rounds, *warmup, *storm, *asJSON)
+			} else {
+				err = fmt.Errorf("bad fleet size %q", s)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "fleetsim:", err)
+				os.Exit(1)
+			}
+		}
+		return
+	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -116,8 +159,14 @@ func measure(n, rounds, warmup int) error {
 // pingAll publishes test.ping to every minion and waits for every return,
 // returning the time from the request to the last return.
 func pingAll(ctx context.Context, sock string, n int) (time.Duration, error) {
+	return ping(ctx, sock, "*", n)
+}
+
+// ping is pingAll for the minions tgt matches (behind relays: "sim-*", the
+// devices, since the simulated relays run no agent of their own).
+func ping(ctx context.Context, sock, tgt string, n int) (time.Duration, error) {
 	start := time.Now()
-	c, err := api.Dial(ctx, sock, &api.Request{Op: api.OpPublish, Tgt: "*", Fun: "test.ping", Timeout: 60})
+	c, err := api.Dial(ctx, sock, &api.Request{Op: api.OpPublish, Tgt: tgt, Fun: "test.ping", Timeout: 60})
 	if err != nil {
 		return 0, err
 	}

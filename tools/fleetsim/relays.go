@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/halite-fleet/halite/tools/fleet"
+)
+
+// relayReport is what a relay measurement prints with -json.
+type relayReport struct {
+	Devices           int     `json:"devices"`
+	Relays            int     `json:"relays"`
+	Rounds            int     `json:"rounds"`
+	ConnectS          float64 `json:"connect_all_s"`
+	P50MS             float64 `json:"p50_ms"`
+	P99MS             float64 `json:"p99_ms"`
+	MinMS             float64 `json:"min_ms"`
+	MaxMS             float64 `json:"max_ms"`
+	RelayRSSMiB       float64 `json:"relays_rss_mib"`
+	RelayKiBPerDevice float64 `json:"relay_kib_per_device"`
+	Storm             string  `json:"storm,omitempty"`
+	StormS            float64 `json:"storm_all_back_s,omitempty"`
+	StormPingMS       float64 `json:"storm_first_ping_ms,omitempty"`
+}
+
+// measureRelays runs a master here, r relays in a child process (so that
+// their memory is their own) and n simulated devices spread over them,
+// times rounds of test.ping to all, and with storm kills the relays' process
+// and restarts it on the same ports, timing until every device is back.
+func measureRelays(n, r, rounds, warmup int, storm string, asJSON bool) error {
+	root, err := os.MkdirTemp("", "fleetsim")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	m, err := fleet.StartMaster(root, nil)
+	if err != nil {
+		return err
+	}
+	defer m.Stop()
+	per := (n + r - 1) / r
+	child, addrs, err := startRelayChild(root, m.Addr().String(), r, per, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { stopChild(child) }()
+	rss0 := rssKiB(child.Process.Pid)
+	start := time.Now()
+	f, err := fleet.Start("", fleet.Options{N: n, MasterFP: m.Fingerprint(), Addrs: addrs})
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	ctx := context.Background()
+	wctx, wcancel := context.WithTimeout(ctx, 5*time.Minute)
+	err = f.WaitConnected(wctx, n)
+	wcancel()
+	if err != nil {
+		return err
+	}
+	connect := time.Since(start)
+	rss1 := rssKiB(child.Process.Pid)
+	var times []time.Duration
+	for i := 0; i < warmup+rounds; i++ {
+		d, err := ping(ctx, m.Config.SocketPath(), "sim-*", n)
+		if err != nil {
+			return fmt.Errorf("round %d: %w", i, err)
+		}
+		if i >= warmup {
+			times = append(times, d)
+		}
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	rep := relayReport{Devices: n, Relays: r, Rounds: rounds, ConnectS: connect.Seconds(),
+		P50MS: ms(pct(times, 50)), P99MS: ms(pct(times, 99)), MinMS: ms(times[0]), MaxMS: ms(times[len(times)-1]),
+		RelayRSSMiB: float64(rss1) / 1024, RelayKiBPerDevice: float64(rss1-rss0) / float64(n)}
+	if storm != "" {
+		// term: a restart (SIGTERM: the relays close their devices'
+		// connections, which come back at once, with jitter); kill: a
+		// crash (SIGKILL: devices notice at their idle timeout).
+		restart := time.Now()
+		if storm == "kill" {
+			child.Process.Kill()
+			child.Wait()
+		} else {
+			stopChild(child)
+		}
+		child, _, err = startRelayChild(root, m.Addr().String(), r, per, addrs)
+		if err != nil {
+			return fmt.Errorf("restart relays: %w", err)
+		}
+		sctx, scancel := context.WithTimeout(ctx, 5*time.Minute)
+		err = waitBack(sctx, f, n, restart)
+		scancel()
+		if err != nil {
+			return err
+		}
+		back := time.Since(restart)
+		d, err := ping(ctx, m.Config.SocketPath(), "sim-*", n)
+		if err != nil {
+			return fmt.Errorf("ping after the storm: %w", err)
+		}
+		rep.Storm, rep.StormS, rep.StormPingMS = storm, back.Seconds(), ms(d)
+	}
+	if asJSON {
+		b, _ := json.Marshal(rep)
+		fmt.Println(string(b))
+		return nil
+	}
+	fmt.Printf("| %d | %d | %s | %s | %s | %s | %s | %.1f KiB | %.1f s |\n", n, r, round(connect),
+		round(pct(times, 50)), round(pct(times, 99)), round(times[0]), round(times[len(times)-1]),
+		rep.RelayKiBPerDevice, rep.StormS)
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// waitBack waits until every device has had a session again since t (the
+// fleet counts sessions: each device's goes down, then up).
+func waitBack(ctx context.Context, f *fleet.Fleet, n int, t time.Time) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for f.ReconnectedSince(t) < n {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d devices back: %w", f.ReconnectedSince(t), n, ctx.Err())
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// startRelayChild runs this program with -relay-child and reads the
+// relays' addresses from its first line of output.
+func startRelayChild(root, master string, r, per int, listen []string) (*exec.Cmd, []string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.Command(exe, "-relay-child", "-master", master, "-relays", strconv.Itoa(r),
+		"-per", strconv.Itoa(per), "-root", filepath.Join(root, "relays"), "-listen", strings.Join(listen, ","))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	_ = stdin // closed when this process exits: the child stops then
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, nil, errors.New("relay child exited before listening")
+	}
+	var hello struct{ Addrs []string }
+	if err := json.Unmarshal(sc.Bytes(), &hello); err != nil {
+		return nil, nil, fmt.Errorf("relay child: %w", err)
+	}
+	go func() {
+		for sc.Scan() {
+			fmt.Fprintln(os.Stderr, "relays:", sc.Text())
+		}
+	}()
+	return cmd, hello.Addrs, nil
+}
+
+func stopChild(cmd *exec.Cmd) {
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
+}
+
+// rssKiB is a process's resident set size.
+func rssKiB(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				v, _ := strconv.ParseInt(f[0], 10, 64)
+				return v
+			}
+		}
+	}
+	return 0
+}
+
+// relayChild is -relay-child: run relays until stdin closes or a signal.
+func relayChild(master, root, listen string, r, per int) error {
+	var addrs []string
+	if listen != "" {
+		addrs = strings.Split(listen, ",")
+	}
+	rs, err := fleet.StartRelays(root, master, r, per, addrs)
+	if err != nil {
+		return err
+	}
+	// Ready once every relay's upstream link is up.
+	for deadline := time.Now().Add(time.Minute); rs.Upstream() < r; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			rs.Stop()
+			return fmt.Errorf("%d of %d relays reached the master", rs.Upstream(), r)
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"addrs": rs.Addrs()})
+	fmt.Println(string(b))
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	eof := make(chan struct{})
+	go func() {
+		bufio.NewReader(os.Stdin).ReadString(0)
+		close(eof)
+	}()
+	select {
+	case <-sig:
+	case <-eof:
+	}
+	return rs.Stop()
+}
