@@ -89,6 +89,7 @@ func TestAgentDefaults(t *testing.T) {
 		t.Fatalf("LoadAgent: %v", err)
 	}
 	want := DefaultAgent()
+	want.ConfigDir = dir
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
