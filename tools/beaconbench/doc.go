@@ -2,7 +2,8 @@
 // real halite-agent processes (from bin/, masterless, under a temporary
 // root_dir), one without beacons and one with five beacons at a 1 s
 // interval whose thresholds make every check fire an event (memusage 0%,
-// diskusage /: 0%, load with no ranges, swapusage 0%, status), lets both
+// diskusage /: 0%, load with no ranges, service halite-agent, network_info
+// lo), lets both
 // warm up, then for each measured window reads each one's CPU time
 // (utime+stime in /proc/<pid>/stat) and samples its VmRSS every second.
 // It prints the CPU used as a percentage of one core and the median RSS of

@@ -25,10 +25,13 @@ const beaconsConf = `beacons:
     - interval: 1
   load:
     - interval: 1
-  swapusage:
-    - percent: 0%
+  service:
+    - services:
+        halite-agent: {}
     - interval: 1
-  status:
+  network_info:
+    - interfaces:
+        lo: {}
     - interval: 1
 `
 
@@ -37,7 +40,11 @@ func main() {
 	warmup := flag.Duration("warmup", 10*time.Second, "time before measuring")
 	window := flag.Duration("window", 60*time.Second, "measured window")
 	runs := flag.Int("runs", 3, "measured windows")
+	env := flag.String("env", "", "extra environment for both agents, e.g. GODEBUG=gctrace=1 (comma-separated)")
 	flag.Parse()
+	if *env != "" {
+		extraEnv = strings.Split(*env, ",")
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, *bin, *warmup, *window, *runs); err != nil {
@@ -45,6 +52,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// extraEnv is added to the agents' environment (-env).
+var extraEnv []string
 
 type agentProc struct {
 	name string
@@ -64,6 +74,7 @@ func startAgent(ctx context.Context, bin, root, name, extra string) (*agentProc,
 	a := &agentProc{name: name}
 	a.cmd = exec.CommandContext(ctx, filepath.Join(bin, "halite-agent"), "-c", dir, "-l", "warning")
 	a.cmd.Stdout, a.cmd.Stderr = &a.log, &a.log
+	a.cmd.Env = append(os.Environ(), extraEnv...)
 	a.cmd.Cancel = func() error { return a.cmd.Process.Signal(syscall.SIGTERM) }
 	a.cmd.WaitDelay = 10 * time.Second
 	if err := a.cmd.Start(); err != nil {
@@ -174,7 +185,13 @@ func run(ctx context.Context, bin string, warmup, window time.Duration, runs int
 	fmt.Println("| agent | CPU, % of one core (median of windows) | VmRSS median |")
 	fmt.Println("| --- | --- | --- |")
 	fmt.Printf("| no beacons | %.3f%% | %.2f MiB |\n", cb, rb)
-	fmt.Printf("| five beacons at 1 s, each firing every check | %.3f%% | %.2f MiB |\n", cw, rw)
+	fmt.Printf("| five beacons at 1 s (memusage, diskusage, load, service, network_info), each firing every check | %.3f%% | %.2f MiB |\n", cw, rw)
 	fmt.Printf("| difference | %.3f%% (goal ≤ 1%%) | %.2f MiB (goal ≤ 2 MiB) |\n", cw-cb, rw-rb)
+	if len(extraEnv) > 0 {
+		for _, a := range agents {
+			lines := strings.Split(strings.TrimSpace(a.log.String()), "\n")
+			fmt.Printf("\n%s agent, last lines of its output:\n%s\n", a.name, strings.Join(lines[max(0, len(lines)-6):], "\n"))
+		}
+	}
 	return nil
 }
