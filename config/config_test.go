@@ -48,7 +48,7 @@ func collect(dir string) (func(Warning), *[]string) {
 }
 
 var ignoreRaw = cmpopts.IgnoreFields(Master{}, "Raw")
-var ignoreAgentRaw = cmpopts.IgnoreFields(Agent{}, "Raw")
+var ignoreAgentRaw = cmpopts.IgnoreFields(Agent{}, "Raw", "ConfigDir")
 
 func TestMasterDefaults(t *testing.T) {
 	for name, files := range map[string]map[string]string{
@@ -89,6 +89,7 @@ func TestAgentDefaults(t *testing.T) {
 		t.Fatalf("LoadAgent: %v", err)
 	}
 	want := DefaultAgent()
+	want.ConfigDir = dir
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
@@ -577,5 +578,18 @@ func TestMissingConfigDir(t *testing.T) {
 	}
 	if _, err := LoadAgent(dir, nil); err != nil {
 		t.Fatalf("LoadAgent of a missing dir: %v, want defaults", err)
+	}
+}
+
+// TestAgentConfigDir: the directory the configuration came from is kept,
+// for beacons.save (CONFIG_DIR/agent.d/beacons.conf).
+func TestAgentConfigDir(t *testing.T) {
+	dir := writeDir(t, map[string]string{"agent": "id: cam1\n"})
+	got, err := LoadAgent(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ConfigDir != dir {
+		t.Errorf("ConfigDir = %q, want %q", got.ConfigDir, dir)
 	}
 }

@@ -4,6 +4,8 @@
 #      Sign/Verify/HMAC; targets compound matching (-cpu 1); job cache
 #      SaveReturn (writers=1, 64); event bus Publish.
 #   2. The fleet simulator: publish-to-last-return at 100, 1000, 5000 agents.
+#   2c. engines/starlark BenchmarkCountingEngine (events/s into a Starlark
+#      engine) and tools/beaconbench (five beacons' CPU and RSS on an agent).
 #   3. tools/procbench: a real master and 100 real agents on loopback, the
 #      wall time of `halite '*' test.ping`, and idle RSS.
 #   3b. tools/failoverbench: 1000 agents in failover mode, the active master
@@ -182,6 +184,15 @@ if "$GO" build -o "$OUT/reactorbench" ./tools/reactorbench; then
   step reactorbench-max 60 "$OUT/reactorbench" -agents 100 -events 1000 -rate 0
 else
   FAILED+=(reactorbench-build)
+fi
+
+say "2c. Engines and beacons: a Starlark engine counting events (go test), then five beacons' cost (tools/beaconbench)"
+step bench-engines 120 "$GO" test -run '^$' -benchmem -count "$COUNT" -benchtime 200000x -timeout "$(left 120)s" -bench BenchmarkCountingEngine ./engines/starlark/
+medians "$OUT/bench-engines.txt" 2>/dev/null
+if "$GO" build -o "$OUT/beaconbench" ./tools/beaconbench; then
+  step beaconbench 150 "$OUT/beaconbench" -bin bin -warmup 10s -window 30s -runs 3
+else
+  FAILED+=(beaconbench-build)
 fi
 
 say "3. Real processes: a halite-master and $PROCBENCH_N halite-agents on loopback"

@@ -27,6 +27,14 @@ func fakeProc(t *testing.T, files map[string]string) *env {
 	return &env{proc: dir, sys: dir}
 }
 
+func yamlValueB(b *testing.B, s string) any {
+	var v any
+	if err := yaml.Unmarshal([]byte(s), &v); err != nil {
+		b.Fatalf("yaml %q: %v", s, err)
+	}
+	return v
+}
+
 func yamlValue(t *testing.T, s string) any {
 	t.Helper()
 	var v any

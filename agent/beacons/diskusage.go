@@ -1,11 +1,12 @@
 package beacons
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -47,8 +48,9 @@ func init() {
 		if len(rules) == 0 {
 			return nil, fmt.Errorf("no mount points given (for example /: 63%%)")
 		}
+		var buf []byte
 		return checkFunc(func(context.Context) ([]map[string]any, error) {
-			mounts, err := mountPoints(e)
+			mounts, err := mountPoints(e, &buf)
 			if err != nil {
 				return nil, err
 			}
@@ -74,21 +76,32 @@ func init() {
 }
 
 // mountPoints lists the mount points in proc/self/mounts, each once.
-func mountPoints(e *env) ([]string, error) {
-	b, err := os.ReadFile(filepath.Join(e.proc, "self", "mounts"))
+func mountPoints(e *env, buf *[]byte) ([]string, error) {
+	b, err := readInto(filepath.Join(e.proc, "self", "mounts"), buf)
 	if err != nil {
 		return nil, fmt.Errorf("read mounts: %w", err)
 	}
-	seen := map[string]bool{}
 	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 || seen[f[1]] {
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		// device mountpoint fstype options 0 0
+		_, rest, ok := bytes.Cut(line, []byte(" "))
+		if !ok {
 			continue
 		}
-		mp := strings.ReplaceAll(f[1], `\040`, " ")
-		seen[f[1]] = true
-		out = append(out, mp)
+		mp, _, _ := bytes.Cut(rest, []byte(" "))
+		s := string(mp)
+		if bytes.Contains(mp, []byte(`\040`)) {
+			s = strings.ReplaceAll(s, `\040`, " ")
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
 	}
 	return out, nil
 }

@@ -18,8 +18,9 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
+		var buf []byte
 		return checkFunc(func(context.Context) ([]map[string]any, error) {
-			mi, err := meminfo(e)
+			mi, err := meminfo(e, &buf, "MemTotal", "MemAvailable", "MemFree", "Buffers", "Cached")
 			if err != nil {
 				return nil, err
 			}
@@ -37,8 +38,9 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
+		var buf []byte
 		return checkFunc(func(context.Context) ([]map[string]any, error) {
-			mi, err := meminfo(e)
+			mi, err := meminfo(e, &buf, "SwapTotal", "SwapFree")
 			if err != nil {
 				return nil, err
 			}

@@ -10,26 +10,75 @@ import (
 	"strings"
 )
 
-// meminfo reads /proc/meminfo into kB values by field name.
-func meminfo(e *env) (map[string]uint64, error) {
-	b, err := os.ReadFile(filepath.Join(e.proc, "meminfo"))
+// readInto reads a small proc file into buf (grown as needed) and returns
+// the bytes read; beacons keep their buffer from check to check, so a check
+// allocates little (a 1 s interval must not churn the agent's heap).
+func readInto(path string, buf *[]byte) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if *buf == nil {
+		*buf = make([]byte, 4096)
+	}
+	n := 0
+	for {
+		m, err := f.Read((*buf)[n:])
+		n += m
+		if err != nil || m == 0 {
+			break
+		}
+		if n == len(*buf) {
+			*buf = append(*buf, make([]byte, len(*buf))...)
+		}
+	}
+	return (*buf)[:n], nil
+}
+
+// meminfo reads /proc/meminfo into kB values by field name; with keys,
+// only those fields.
+func meminfo(e *env, buf *[]byte, keys ...string) (map[string]uint64, error) {
+	b, err := readInto(filepath.Join(e.proc, "meminfo"), buf)
 	if err != nil {
 		return nil, fmt.Errorf("read meminfo: %w", err)
 	}
-	out := make(map[string]uint64, 48)
-	for _, line := range bytes.Split(b, []byte("\n")) {
+	out := make(map[string]uint64, max(len(keys), 8))
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
 		k, rest, ok := bytes.Cut(line, []byte(":"))
 		if !ok {
 			continue
 		}
-		f := bytes.Fields(rest)
-		if len(f) == 0 {
-			continue
+		if len(keys) > 0 {
+			want := false
+			for _, w := range keys {
+				if string(k) == w {
+					want = true
+					break
+				}
+			}
+			if !want {
+				continue
+			}
 		}
-		n, err := strconv.ParseUint(string(f[0]), 10, 64)
-		if err == nil {
-			out[string(k)] = n
+		rest = bytes.TrimSpace(rest)
+		if i := bytes.IndexByte(rest, ' '); i >= 0 {
+			rest = rest[:i]
 		}
+		var n uint64
+		for _, c := range rest {
+			if c < '0' || c > '9' {
+				break
+			}
+			n = n*10 + uint64(c-'0')
+		}
+		out[string(k)] = n
 	}
 	return out, nil
 }
@@ -73,25 +122,56 @@ func loadavg(e *env) (map[string]any, error) {
 	return out, nil
 }
 
-// procNames returns the names of the running processes: each one's comm
-// and the base name of its argv[0].
-func procNames(e *env) (map[string]int, error) {
-	ents, err := os.ReadDir(e.proc)
+// procRunning reports which of names run as processes: a process runs as
+// name when its comm (the kernel's name, cut to 15 bytes) is name, or, for
+// a longer name, when the base name of its argv[0] is. Only what is needed
+// is read, with one buffer, so a check costs little.
+func procRunning(e *env, names []string, buf *[]byte) (map[string]bool, error) {
+	d, err := os.Open(e.proc)
 	if err != nil {
 		return nil, fmt.Errorf("list processes: %w", err)
 	}
-	out := make(map[string]int, len(ents))
-	for _, ent := range ents {
-		pid, err := strconv.Atoi(ent.Name())
+	defer d.Close()
+	ents, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	long := false
+	for _, n := range names {
+		if len(n) > 15 {
+			long = true
+		}
+	}
+	out := make(map[string]bool, len(names))
+	for _, pid := range ents {
+		if len(pid) == 0 || pid[0] < '0' || pid[0] > '9' {
+			continue
+		}
+		b, err := readInto(e.proc+"/"+pid+"/comm", buf)
 		if err != nil {
 			continue
 		}
-		if b, err := os.ReadFile(filepath.Join(e.proc, ent.Name(), "comm")); err == nil {
-			out[strings.TrimSpace(string(b))] = pid
+		comm := bytes.TrimSpace(b)
+		for _, n := range names {
+			if len(n) <= 15 && string(comm) == n {
+				out[n] = true
+			}
 		}
-		if b, err := os.ReadFile(filepath.Join(e.proc, ent.Name(), "cmdline")); err == nil && len(b) > 0 {
-			arg0, _, _ := bytes.Cut(b, []byte{0})
-			out[filepath.Base(string(arg0))] = pid
+		if !long {
+			continue
+		}
+		b, err = readInto(e.proc+"/"+pid+"/cmdline", buf)
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		arg0, _, _ := bytes.Cut(b, []byte{0})
+		if i := bytes.LastIndexByte(arg0, '/'); i >= 0 {
+			arg0 = arg0[i+1:]
+		}
+		for _, n := range names {
+			if len(n) > 15 && string(arg0) == n {
+				out[n] = true
+			}
 		}
 	}
 	return out, nil

@@ -94,14 +94,15 @@ func init() {
 			names = append(names, n)
 		}
 		sort.Strings(names)
+		var buf []byte
 		return checkFunc(func(context.Context) ([]map[string]any, error) {
-			running, err := procNames(e)
+			running, err := procRunning(e, names, &buf)
 			if err != nil {
 				return nil, err
 			}
 			var out []map[string]any
 			for _, n := range names {
-				_, up := running[n]
+				up := running[n]
 				switch {
 				case want[n] && up:
 					out = append(out, map[string]any{n: "Running"})
@@ -123,12 +124,13 @@ type serviceConf struct {
 type serviceBeacon struct {
 	env  *env
 	svcs []serviceConf
+	buf  []byte
 	last map[string]bool // only touched by Check, which the Manager serialises
 	seen bool
 }
 
 func (b *serviceBeacon) Check(context.Context) ([]map[string]any, error) {
-	var running map[string]int
+	var running map[string]bool
 	var out []map[string]any
 	for _, s := range b.svcs {
 		var up bool
@@ -136,12 +138,16 @@ func (b *serviceBeacon) Check(context.Context) ([]map[string]any, error) {
 			up = pidAlive(s.pidfile)
 		} else {
 			if running == nil {
+				names := make([]string, 0, len(b.svcs))
+				for _, s := range b.svcs {
+					names = append(names, s.name)
+				}
 				var err error
-				if running, err = procNames(b.env); err != nil {
+				if running, err = procRunning(b.env, names, &b.buf); err != nil {
 					return nil, err
 				}
 			}
-			_, up = running[s.name]
+			up = running[s.name]
 		}
 		prev, had := b.last[s.name]
 		b.last[s.name] = up

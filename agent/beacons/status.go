@@ -45,6 +45,7 @@ func init() {
 				sel[f] = nil
 			}
 		}
+		var buf []byte
 		return checkFunc(func(context.Context) ([]map[string]any, error) {
 			now := time.Now()
 			data := map[string]any{}
@@ -58,7 +59,7 @@ func init() {
 					v, err = cpustats(e)
 				case "meminfo":
 					var mi map[string]uint64
-					if mi, err = meminfo(e); err == nil {
+					if mi, err = meminfo(e, &buf, keys...); err == nil {
 						v = map[string]any{}
 						for k, n := range mi {
 							v[k] = map[string]any{"value": n, "unit": "kB"}

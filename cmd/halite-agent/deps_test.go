@@ -17,14 +17,20 @@ var agentTarget = []string{"GOOS=linux", "GOARCH=arm", "GOARM=7", "CGO_ENABLED=0
 // prefix (a prefix matches the path itself and everything under it), and
 // why.
 var forbidden = map[string]string{
-	"github.com/halite-fleet/halite/master": "master code; the agent and the master never import each other",
-	"go.etcd.io/bbolt":                      "the master's embedded store",
-	"github.com/spf13/cobra":                "a CLI framework the agent does not need",
-	"github.com/jackc/pgx":                  "PostgreSQL belongs to the master's returners and job cache",
-	"github.com/redis":                      "Redis belongs to the master's returners",
-	"github.com/go-redis":                   "Redis belongs to the master's returners",
-	"github.com/nikolalohinski/gonja":       "reactor templates are rendered on the master",
-	"net/http/pprof":                        "a debug endpoint does not ship on devices",
+	"github.com/halite-fleet/halite/master":             "master code; the agent and the master never import each other",
+	"go.etcd.io/bbolt":                                  "the master's embedded store",
+	"github.com/spf13/cobra":                            "a CLI framework the agent does not need",
+	"github.com/jackc/pgx":                              "PostgreSQL belongs to the master's returners and job cache",
+	"github.com/redis":                                  "Redis belongs to the master's returners",
+	"github.com/go-redis":                               "Redis belongs to the master's returners",
+	"github.com/nikolalohinski/gonja":                   "reactor templates are rendered on the master",
+	"net/http/pprof":                                    "a debug endpoint does not ship on devices",
+	"go.starlark.net":                                   "Starlark engines (about 0.6 MiB) are for agents built with -tags starlark",
+	"github.com/halite-fleet/halite/engines/starlark":   "Starlark engines are for agents built with -tags starlark",
+	"github.com/halite-fleet/halite/engines/httpengine": "the HTTP engines use net/http's client and server (about 1.3 MiB): -tags engines",
+	"github.com/halite-fleet/halite/engines/forward":    "event_forward's NATS and MQTT clients belong to the master",
+	"github.com/nats-io":                                "NATS belongs to the master's returners and engines",
+	"github.com/eclipse/paho.mqtt.golang":               "MQTT belongs to the master's returners and engines",
 }
 
 func goCmd(t *testing.T, args ...string) *exec.Cmd {

@@ -333,3 +333,25 @@ func TestExampleEventExport(t *testing.T) {
 		t.Errorf("exported %s, want %s in order", got, want)
 	}
 }
+
+// TestREADMEEngine: the engine of the README's walkthrough compiles and
+// reacts to a service beacon event as the README says.
+func TestREADMEEngine(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "```python\n# /home/you/halite/srv/_engines/door_watch.star\n")
+	src, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("README has no door_watch.star block")
+	}
+	h := newHarness(t, map[string]string{"door_watch.star": src})
+	h.start([]any{"door_watch"}, engines.Env{})
+	waitFor(t, "the engine to listen", func() bool { return h.bus.Stats().Subscribers >= 1 })
+	h.bus.Publish("salt/beacon/cam1/service/camd", map[string]any{"camd": map[string]any{"running": false}, "service_name": "camd", "id": "cam1"})
+	waitFor(t, "myco/service/down", func() bool { return len(h.sentEvents()) == 1 })
+	if ev := h.sentEvents()[0]; ev.Tag != "myco/service/down" || ev.Data["minion"] != "cam1" || ev.Data["service"] != "camd" {
+		t.Errorf("event = %v", ev)
+	}
+}
