@@ -327,7 +327,7 @@ func run(ctx context.Context, o options) error {
 	}
 	fmt.Printf("failoverbench: %d agents (failover, master_alive_interval=%d, master_failback_interval=%d) joined the first master in %s\n",
 		o.n, o.alive, o.alive, time.Since(t0).Round(time.Millisecond))
-	if _, err := pingAll(ctx, ma.sock, o.n, 60); err != nil {
+	if _, err := pingAll(ctx, ma.sock, o.n, 10); err != nil {
 		return fmt.Errorf("test.ping on the first master: %w", err)
 	}
 	// The README's step: the second master gets the first one's key.
@@ -394,7 +394,7 @@ func run(ctx context.Context, o options) error {
 	if o.cpuprofile != "" {
 		pprof.StopCPUProfile()
 	}
-	pingDone, err := pingAll(ctx, mb.sock, o.n, 60)
+	pingDone, err := pingAll(ctx, mb.sock, o.n, 10)
 	if err != nil {
 		return fmt.Errorf("test.ping on the second master: %w", err)
 	}
@@ -421,7 +421,7 @@ func run(ctx context.Context, o options) error {
 	}); err != nil {
 		return err
 	}
-	pingDone, err = pingAll(ctx, ma.sock, o.n, 60)
+	pingDone, err = pingAll(ctx, ma.sock, o.n, 10)
 	if err != nil {
 		return fmt.Errorf("test.ping on the first master after failback: %w", err)
 	}
