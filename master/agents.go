@@ -269,6 +269,14 @@ func (m *Master) serveAgent(ctx context.Context, conn *quic.Conn) {
 	if old := m.minions.attach(s); old != nil {
 		old.close(protocol.KindOther, "replaced by a new connection")
 	}
+	// A session whose handshake ended while the master began to stop
+	// missed closeAll: close it here, or Run would wait for it (an agent
+	// failing back keeps its connection alive).
+	select {
+	case <-m.closing:
+		s.close(protocol.KindShutdown, "master shutting down")
+	default:
+	}
 	log.Info("agent connected")
 	stamp := event.Stamp(time.Now())
 	startData := map[string]any{
