@@ -99,7 +99,9 @@ func New(cfg *config.Agent, log *zap.Logger) (*Agent, error) {
 	a.exec = exec.New(exec.Options{
 		ID: cfg.ID, Version: Version, Grains: a.grains, Log: log.Named("exec"),
 		OnGrainsRefresh: func(g map[string]any) {
-			a.queueAll(&protocol.Grains{Grains: g})
+			for _, o := range a.outs {
+				o.push(&protocol.Grains{Grains: g})
+			}
 		},
 		Host: a,
 	})
@@ -201,7 +203,7 @@ func (a *Agent) pin(pub ed25519.PublicKey) error {
 		if !old.Equal(pub) {
 			hint := "if the master was re-keyed on purpose, remove that file"
 			if len(a.links) > 1 {
-				hint = "the masters of a multimaster set must share one key (copy pki_dir/master.pem and master.pub from the first master to the others); " + hint
+				hint = "masters of a multimaster set must share one key (copy master.pem and master.pub); " + hint
 			}
 			return a.pinFail(fmt.Sprintf("master key changed: it is now %s, pinned %s in %s; %s", fp, protocol.Fingerprint(old), path, hint))
 		}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/event"
-	"github.com/halite-fleet/halite/protocol"
 )
 
 // Multimaster, as in Salt (the master option a list):
@@ -48,7 +46,7 @@ const failoverAliveDefault = 30
 type link struct {
 	addr string
 	out  *outbox
-	up   atomic.Bool
+	idx  int // in the list
 }
 
 // masterAddrs returns the configured masters without repeats, shuffled
@@ -73,11 +71,6 @@ func hotMode(cfg *config.Agent, addrs []string) bool {
 	return cfg.MasterType != "failover" && cfg.MasterType != "disable" && len(addrs) > 1
 }
 
-// hotSpoolDir is the spool of one master in hot mode.
-func hotSpoolDir(cfg *config.Agent, addr string) string {
-	return filepath.Join(cfg.SpoolDir(), "master-"+spoolName(addr))
-}
-
 // spoolName makes addr usable as a file name: "[::1]:4506" → "__1__4506".
 func spoolName(addr string) string {
 	return strings.Map(func(r rune) rune {
@@ -93,78 +86,72 @@ func spoolName(addr string) string {
 // them whatever an earlier configuration left in other spools (a master
 // removed from a hot list, a switch between hot and failover), so that a
 // configuration change loses nothing.
-func openLinks(cfg *config.Agent, log *zap.Logger, keep func(spoolItem) bool) (links []*link, outs []*outbox, err error) {
+func openLinks(cfg *config.Agent, log *zap.Logger, keep func(spoolItem) bool) ([]*link, []*outbox, error) {
 	addrs := masterAddrs(cfg)
-	defer func() {
-		if err != nil {
-			for _, o := range outs {
-				o.spool.close()
-			}
-		}
-	}()
-	used := map[string]bool{}
+	dirs := []string{cfg.SpoolDir()}
 	if hotMode(cfg, addrs) {
+		dirs = dirs[:0]
 		for _, addr := range addrs {
-			dir := hotSpoolDir(cfg, addr)
+			dirs = append(dirs, filepath.Join(cfg.SpoolDir(), "master-"+spoolName(addr)))
+		}
+	}
+	var outs []*outbox
+	err := func() error {
+		for _, dir := range dirs {
 			sp, err := openSpool(dir, int64(cfg.SpoolMax), keep)
 			if err != nil {
-				return nil, outs, err
+				return err
 			}
-			o := newOutbox(outboxMax, sp)
-			outs = append(outs, o)
-			links = append(links, &link{addr: addr, out: o})
-			used[filepath.Join(dir, spoolFile)] = true
+			outs = append(outs, newOutbox(outboxMax, sp))
 		}
-	} else {
-		sp, err := openSpool(cfg.SpoolDir(), int64(cfg.SpoolMax), keep)
-		if err != nil {
-			return nil, nil, err
-		}
-		o := newOutbox(outboxMax, sp)
-		outs = append(outs, o)
-		for _, addr := range addrs {
-			links = append(links, &link{addr: addr, out: o})
-		}
-		used[filepath.Join(cfg.SpoolDir(), spoolFile)] = true
-	}
-	// Spools of another configuration: their items go to every outbox
-	// (a return to a master that did not send the job is stored there all
-	// the same).
-	others, _ := filepath.Glob(filepath.Join(cfg.SpoolDir(), "master-*", spoolFile))
-	others = append(others, filepath.Join(cfg.SpoolDir(), spoolFile))
-	for _, path := range others {
-		if used[path] {
-			continue
-		}
-		if _, err := os.Stat(path); err != nil {
-			continue
-		}
-		old, err := openSpool(filepath.Dir(path), 1<<62, keep)
-		if err != nil {
-			return nil, outs, err
-		}
-		old.mu.Lock()
-		items := append([]spoolItem(nil), old.items...)
-		old.mu.Unlock()
-		for _, it := range items {
-			for _, o := range outs {
-				if _, _, err := o.spool.push(it.kind, it.body); err != nil {
-					old.close()
-					return nil, outs, err
+		// Spools of another configuration: their items go to every
+		// outbox (a master stores the return of a job another one sent).
+		others, _ := filepath.Glob(filepath.Join(cfg.SpoolDir(), "master-*"))
+	next:
+		for _, dir := range append(others, cfg.SpoolDir()) {
+			for _, d := range dirs {
+				if d == dir {
+					continue next
 				}
 			}
+			path := filepath.Join(dir, spoolFile)
+			if _, err := os.Stat(path); err != nil {
+				continue
+			}
+			old, err := openSpool(dir, 1<<62, keep)
+			if err != nil {
+				return err
+			}
+			for _, it := range old.items {
+				for _, o := range outs {
+					if _, _, err = o.spool.push(it.kind, it.body); err != nil {
+						break
+					}
+				}
+			}
+			if cerr := old.close(); err == nil {
+				err = cerr
+			}
+			if err == nil {
+				err = os.Remove(path)
+			}
+			if err != nil {
+				return fmt.Errorf("move spool %s: %w", path, err)
+			}
+			os.Remove(dir) // a master-* directory, now empty
+			log.Info("moved the spool of an earlier master configuration", zap.String("from", path), zap.Int("items", len(old.items)))
 		}
-		if err := old.close(); err != nil {
-			return nil, outs, err
+		return nil
+	}()
+	if err != nil {
+		for _, o := range outs {
+			o.spool.close()
 		}
-		if err := os.Remove(path); err != nil {
-			return nil, outs, fmt.Errorf("remove moved spool: %w", err)
-		}
-		os.Remove(filepath.Dir(path)) // a master-* directory, now empty
-		if len(items) > 0 {
-			log.Info("moved returns and events from the spool of an earlier master configuration",
-				zap.String("from", path), zap.Int("items", len(items)))
-		}
+		return nil, nil, err
+	}
+	links := make([]*link, len(addrs))
+	for i, addr := range addrs {
+		links[i] = &link{addr: addr, out: outs[min(i, len(outs)-1)], idx: i}
 	}
 	return links, outs, nil
 }
@@ -259,20 +246,19 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// logTry logs why a try to reach a master failed.
+// logTry logs why a try to reach a master failed: loudly for a key that
+// is not the pinned one (an attack, or a master re-keyed by hand).
 func (a *Agent) logTry(addr string, err error) {
 	var na *errNotAccepted
 	var pe *pinError
+	lvl, msg := zap.InfoLevel, "cannot reach master"
 	switch {
 	case errors.As(err, &pe):
-		// Loud: this is either an attack or a master re-keyed by hand.
-		a.log.Error("refusing master: its key is not the pinned one", zap.String("master", addr), zap.Error(err))
+		lvl, msg = zap.ErrorLevel, "refusing master: its key is not the pinned one"
 	case errors.As(err, &na):
-		a.log.Warn("waiting for the master to accept this agent's key",
-			zap.String("master", addr), zap.String("status", na.status), zap.String("finger", a.Fingerprint()))
-	default:
-		a.log.Info("cannot reach master", zap.String("master", addr), zap.Error(err))
+		lvl, msg = zap.WarnLevel, "waiting for the master to accept this agent's key"
 	}
+	a.log.Log(lvl, msg, zap.String("master", addr), zap.Error(err), zap.String("finger", a.Fingerprint()))
 }
 
 // keepLink keeps a session with one master until ctx ends, reconnecting
@@ -326,7 +312,8 @@ func (a *Agent) failoverLoop(ctx context.Context) error {
 				}
 				lastErr = err
 				a.logTry(a.links[idx].addr, err)
-				if !refused(err) || try == 4 || !sleep(ctx, jitter(time.Second)) {
+				var te *quic.TransportError
+				if !errors.As(err, &te) || te.ErrorCode != quic.ConnectionRefused || try == 4 || !sleep(ctx, jitter(time.Second)) {
 					break
 				}
 			}
@@ -345,7 +332,7 @@ func (a *Agent) failoverLoop(ctx context.Context) error {
 		}
 		p.reset()
 		for c != nil {
-			idx = a.linkIndex(c.l)
+			idx = c.l.idx
 			var back *masterConn
 			err := a.serve(ctx, c, func(sctx context.Context) *masterConn {
 				if !a.cfg.MasterFailback || idx == 0 {
@@ -371,22 +358,6 @@ func (a *Agent) failoverLoop(ctx context.Context) error {
 		}
 		from = (idx + 1) % n
 	}
-}
-
-// refused reports whether err is a master refusing a connection (QUIC's
-// CONNECTION_REFUSED: its accept queue was full).
-func refused(err error) bool {
-	var te *quic.TransportError
-	return errors.As(err, &te) && te.ErrorCode == quic.ConnectionRefused
-}
-
-func (a *Agent) linkIndex(l *link) int {
-	for i, x := range a.links {
-		if x == l {
-			return i
-		}
-	}
-	return 0
 }
 
 // failbackWatch tries the first master every master_failback_interval
@@ -452,17 +423,6 @@ func resolve(ctx context.Context, addr string) (string, error) {
 		return "", &dnsError{host: host, err: err}
 	}
 	return net.JoinHostPort(ips[0], port), nil
-}
-
-// isConnected reports whether a session with some master is up.
-func (a *Agent) isConnected() bool { return a.nconn.Load() > 0 }
-
-// queueAll puts a message that is not kept across connections (grains) in
-// every master's outbox.
-func (a *Agent) queueAll(m protocol.Message) {
-	for _, o := range a.outs {
-		o.push(m)
-	}
 }
 
 // Subscribe subscribes to the agent's local event bus (Salt's minion

@@ -3,6 +3,9 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -286,4 +289,79 @@ func TestMasterAddrsShuffleAndRepeats(t *testing.T) {
 			t.Errorf("%s: first masters seen in 200 shuffles: %v, want all 3", opt, firsts)
 		}
 	}
+}
+
+// TestFailoverEvents: in failover mode the agent joins the first master,
+// moves to the second when the first stops, and back when it returns,
+// firing Salt's __master_connected, __master_disconnected and
+// __master_failback on its bus.
+func TestFailoverEvents(t *testing.T) {
+	// A port below the ephemeral range: the agent's dials must not take
+	// it while the first master is down.
+	port := 0
+	for p := 20000 + rand.IntN(12000); port == 0; p = 20000 + rand.IntN(12000) {
+		if pc, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
+			pc.Close()
+			port = p
+		}
+	}
+	dir1 := t.TempDir()
+	sock1 := shortDir(t)
+	start1 := func() (stop func() error) {
+		waitFor(t, "the first master's port to be free", func() bool {
+			pc, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
+			if err == nil {
+				pc.Close()
+			}
+			return err == nil
+		})
+		cfg := config.DefaultMaster()
+		cfg.RootDir, cfg.Interface, cfg.Port, cfg.AutoAccept = dir1, "127.0.0.1", port, true
+		cfg.PkiDir, cfg.CacheDir, cfg.SockDir, cfg.LogFile = filepath.Join(dir1, "pki"), filepath.Join(dir1, "cache"), sock1, ""
+		m, err := master.New(cfg, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Named("master1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop = runUntilStopped(t, "master1", m.Run)
+		select {
+		case <-m.Ready():
+		case <-time.After(waitTimeout):
+			t.Fatal("master 1 not ready")
+		}
+		return stop
+	}
+	stop1 := start1()
+	m2, _, _, _ := startMasterKeyed(t, filepath.Join(dir1, "pki"))
+	addr1 := fmt.Sprintf("127.0.0.1:%d", port)
+	a := newTestAgent(t, "fo1", nil, func(c *config.Agent) {
+		c.Master = []string{addr1, m2.Addr().String()}
+		c.MasterType, c.MasterAliveInterval, c.MasterFailback, c.MasterFailbackInterval = "failover", 1, true, 1
+	})
+	sub := a.Subscribe("__master_*", 64)
+	defer sub.Close()
+	runUntilStopped(t, "agent", a.Run)
+	next := func(tag, master string) {
+		t.Helper()
+		timer := time.NewTimer(waitTimeout)
+		defer timer.Stop()
+		for {
+			select {
+			case ev := <-sub.C():
+				if ev.Tag == tag && ev.Data["master"] == master {
+					return
+				}
+			case <-timer.C:
+				t.Fatalf("no %s for %s", tag, master)
+			}
+		}
+	}
+	next("__master_connected", addr1)
+	if err := stop1(); err != nil {
+		t.Fatal(err)
+	}
+	next("__master_disconnected", addr1)
+	next("__master_connected", m2.Addr().String())
+	start1()
+	next("__master_failback", addr1)
+	next("__master_connected", addr1)
 }

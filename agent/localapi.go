@@ -67,7 +67,7 @@ func (a *Agent) handleLocal(c net.Conn) {
 		return
 	}
 	var req LocalRequest
-	resp := LocalResponse{Connected: a.isConnected()}
+	resp := LocalResponse{Connected: a.nconn.Load() > 0}
 	if err := protocol.Unmarshal(b, &req); err != nil {
 		resp.Error = "malformed request: " + err.Error()
 	} else {

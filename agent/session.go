@@ -136,11 +136,9 @@ func (a *Agent) serve(ctx context.Context, c *masterConn, watch func(context.Con
 	l, conn, f := c.l, c.conn, c.f
 	defer conn.CloseWithError(0, "")
 	a.log.Info("connected to master", zap.String("master", l.addr))
-	l.up.Store(true)
 	a.nconn.Add(1)
 	a.bus.Publish("__master_connected", map[string]any{"master": l.addr})
 	defer func() {
-		l.up.Store(false)
 		a.nconn.Add(-1)
 		a.bus.Publish("__master_disconnected", map[string]any{"master": l.addr})
 	}()
@@ -198,7 +196,9 @@ func (a *Agent) serve(ctx context.Context, c *masterConn, watch func(context.Con
 // stack acknowledges it even while the master is busy. The session ends
 // when no packet at all came from the master for the whole interval (it
 // is dead, paused or cut off), or when its process acknowledged packets
-// but sent no message for appStall(interval) (it is stuck). heard is when
+// but sent no message for 3 intervals, at least 15 s (it is stuck: a master
+// that is merely busy, a fleet arriving, is better waited for than deserted
+// for another that the whole fleet would then crowd). heard is when
 // the last message arrived (UnixNano), kept by the read loop.
 func (a *Agent) aliveLoop(ctx context.Context, conn *quic.Conn, out *outbox, heard *atomic.Int64) error {
 	every := a.aliveInterval()
@@ -221,7 +221,7 @@ func (a *Agent) aliveLoop(ctx context.Context, conn *quic.Conn, out *outbox, hea
 			if now.Sub(lastPacket) > every {
 				return errNotAlive
 			}
-			if now.Sub(time.Unix(0, heard.Load())) > appStall(every) {
+			if now.Sub(time.Unix(0, heard.Load())) > max(3*every, 15*time.Second) {
 				return errStuck
 			}
 			if now.Sub(lastPing) >= every/3 {
@@ -233,15 +233,9 @@ func (a *Agent) aliveLoop(ctx context.Context, conn *quic.Conn, out *outbox, hea
 	}
 }
 
-// appStall is how long a master that still acknowledges packets may send
-// no message before the agent gives up on it: a busy master (a burst of
-// returns to store, a fleet reconnecting) is better waited for than left
-// for another that the whole fleet would then crowd.
-func appStall(every time.Duration) time.Duration { return max(3*every, 15*time.Second) }
-
 // errStuck ends a session whose master acknowledges packets but answers
 // nothing.
-var errStuck = errors.New("master acknowledges packets but has answered nothing for 3 alive intervals")
+var errStuck = errors.New("master stuck: it acknowledges packets but answers nothing")
 
 // writeLoop sends the outbox to the master: the in-memory messages first,
 // then the spooled returns and events not yet written on this connection,

@@ -190,30 +190,14 @@ func (a *Agent) SpoolDir() string { return filepath.Join(a.CacheDir, "spool") }
 // checkMasterAddr checks one entry of the master option: a host name or
 // address, optionally with a port (host:port, [v6]:port).
 func checkMasterAddr(m string) error {
-	m = strings.TrimSpace(m)
-	bad := func(why string) error { return fmt.Errorf("master %q: %s (want host, host:port or [v6]:port)", m, why) }
-	if m == "" {
-		return bad("empty")
+	addr := strings.TrimSpace(m)
+	if strings.HasSuffix(addr, "]") || (!strings.HasPrefix(addr, "[") && strings.Count(addr, ":") != 1) {
+		addr = net.JoinHostPort(strings.Trim(addr, "[]"), "1") // no port: any will do
 	}
-	host := m
-	if h, p, err := net.SplitHostPort(m); err == nil {
-		n, perr := strconv.Atoi(p)
-		if perr != nil || n < 1 || n > 65535 {
-			return bad("port must be a number from 1 to 65535")
-		}
-		host = h
-	} else if strings.HasPrefix(m, "[") {
-		if !strings.HasSuffix(m, "]") || net.ParseIP(m[1:len(m)-1]) == nil {
-			return bad("not an IPv6 address in brackets")
-		}
-	} else if strings.Count(m, ":") == 1 {
-		return bad(err.Error())
-	}
-	if host == "" {
-		return bad("no host")
-	}
-	if net.ParseIP(strings.Trim(host, "[]")) == nil && strings.ContainsAny(host, " /[]@") {
-		return bad("not a host name")
+	host, port, err := net.SplitHostPort(addr)
+	n, perr := strconv.Atoi(port)
+	if err != nil || host == "" || perr != nil || n < 1 || n > 65535 || strings.ContainsAny(host, " /@[]") {
+		return fmt.Errorf("master %q: want a host, host:port or [v6]:port, with a port from 1 to 65535", m)
 	}
 	return nil
 }

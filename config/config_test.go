@@ -346,13 +346,13 @@ func TestErrors(t *testing.T) {
 		{"int", map[string]string{"master": "interface: 0.0.0.0\n\nport: abc\n"}, false,
 			`D/master:3: port: expected an integer, got "abc"`},
 		{"master bad port", map[string]string{"agent": "id: a\nmaster:\n  - m1\n  - m2:abc\n"}, true,
-			`D/agent:2: master: master "m2:abc": port must be a number from 1 to 65535 (want host, host:port or [v6]:port)`},
+			`D/agent:2: master: master "m2:abc": want a host, host:port or [v6]:port, with a port from 1 to 65535`},
 		{"master port 0", map[string]string{"agent": "master: m1:0\n"}, true,
-			`D/agent:1: master: master "m1:0": port must be a number from 1 to 65535 (want host, host:port or [v6]:port)`},
+			`D/agent:1: master: master "m1:0": want a host, host:port or [v6]:port, with a port from 1 to 65535`},
 		{"master empty", map[string]string{"agent": "master: ['']\n"}, true,
-			`D/agent:1: master: master "": empty (want host, host:port or [v6]:port)`},
+			`D/agent:1: master: master "": want a host, host:port or [v6]:port, with a port from 1 to 65535`},
 		{"master bad v6", map[string]string{"agent": "master: '[fe80::1'\n"}, true,
-			`D/agent:1: master: master "[fe80::1": not an IPv6 address in brackets (want host, host:port or [v6]:port)`},
+			`D/agent:1: master: master "[fe80::1": want a host, host:port or [v6]:port, with a port from 1 to 65535`},
 		{"jid_node range", map[string]string{"master": "jid_node: 1000\n"}, false,
 			`D/master:1: jid_node: expected a number from 0 to 999, got 1000`},
 		{"int from list", map[string]string{"master": "keep_jobs: [1]\n"}, false,
@@ -544,7 +544,7 @@ func TestEveryFieldHasAnOption(t *testing.T) {
 		}
 	}
 	var mo, ao []string
-	for k := range masterRole.options {
+	for k := range masterRole().options {
 		mo = append(mo, k)
 	}
 	for k := range agentRole.options {
@@ -556,7 +556,7 @@ func TestEveryFieldHasAnOption(t *testing.T) {
 	// Each role knows the other's options, to tell the operator that an
 	// option is in the wrong file rather than unknown.
 	for _, k := range ao {
-		if masterRole.options[k] == nil && !masterRole.silent[k] && !masterRole.foreign[k] {
+		if masterRole().options[k] == nil && !masterRole().silent[k] && !masterRole().foreign[k] {
 			t.Errorf("agent option %q is neither a master option nor known to the master as foreign", k)
 		}
 	}

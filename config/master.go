@@ -5,6 +5,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"sync"
 )
 
 // Master is the master's configuration (CONFIG_DIR/master and
@@ -75,53 +76,68 @@ func DefaultMaster() *Master {
 	}
 }
 
-var masterRole = &role[Master]{
-	name:  "master",
-	other: "agent",
-	options: map[string]func(*Master, value) error{
-		"root_dir":            func(m *Master, v value) error { return v.str(&m.RootDir) },
-		"interface":           func(m *Master, v value) error { return v.str(&m.Interface) },
-		"port":                func(m *Master, v value) error { return v.port(&m.Port) },
-		"pki_dir":             func(m *Master, v value) error { return v.str(&m.PkiDir) },
-		"cachedir":            func(m *Master, v value) error { return v.str(&m.CacheDir) },
-		"sock_dir":            func(m *Master, v value) error { return v.str(&m.SockDir) },
-		"auto_accept":         func(m *Master, v value) error { return v.bool(&m.AutoAccept) },
-		"autosign_file":       func(m *Master, v value) error { return v.str(&m.AutosignFile) },
-		"autoreject_file":     func(m *Master, v value) error { return v.str(&m.AutorejectFile) },
-		"autosign_grains_dir": func(m *Master, v value) error { return v.str(&m.AutosignGrainsDir) },
-		"keep_jobs":           func(m *Master, v value) error { return v.count(&m.KeepJobs) },
-		"timeout":             func(m *Master, v value) error { return v.count(&m.Timeout) },
-		"worker_threads":      func(m *Master, v value) error { return v.count(&m.WorkerThreads) },
-		"utc_jid":             func(m *Master, v value) error { return v.bool(&m.UTCJID) },
-		"jid_node": func(m *Master, v value) error {
-			i, err := v.integer()
-			if err == nil && (i < 0 || i > 999) {
-				err = fmt.Errorf("expected a number from 0 to 999, got %d", i)
-			}
-			if err == nil {
-				m.JIDNode = i
-			}
-			return err
+// masterRole is built on first use rather than at package init, so that
+// programs that never load a master configuration (halite-agent, whose
+// size is budgeted) do not link its option table.
+func masterRole() *role[Master] {
+	masterRoleOnce.Do(func() { masterRoleVal = newMasterRole() })
+	return masterRoleVal
+}
+
+var (
+	masterRoleOnce sync.Once
+	masterRoleVal  *role[Master]
+)
+
+func newMasterRole() *role[Master] {
+	return &role[Master]{
+		name:  "master",
+		other: "agent",
+		options: map[string]func(*Master, value) error{
+			"root_dir":            func(m *Master, v value) error { return v.str(&m.RootDir) },
+			"interface":           func(m *Master, v value) error { return v.str(&m.Interface) },
+			"port":                func(m *Master, v value) error { return v.port(&m.Port) },
+			"pki_dir":             func(m *Master, v value) error { return v.str(&m.PkiDir) },
+			"cachedir":            func(m *Master, v value) error { return v.str(&m.CacheDir) },
+			"sock_dir":            func(m *Master, v value) error { return v.str(&m.SockDir) },
+			"auto_accept":         func(m *Master, v value) error { return v.bool(&m.AutoAccept) },
+			"autosign_file":       func(m *Master, v value) error { return v.str(&m.AutosignFile) },
+			"autoreject_file":     func(m *Master, v value) error { return v.str(&m.AutorejectFile) },
+			"autosign_grains_dir": func(m *Master, v value) error { return v.str(&m.AutosignGrainsDir) },
+			"keep_jobs":           func(m *Master, v value) error { return v.count(&m.KeepJobs) },
+			"timeout":             func(m *Master, v value) error { return v.count(&m.Timeout) },
+			"worker_threads":      func(m *Master, v value) error { return v.count(&m.WorkerThreads) },
+			"utc_jid":             func(m *Master, v value) error { return v.bool(&m.UTCJID) },
+			"jid_node": func(m *Master, v value) error {
+				i, err := v.integer()
+				if err == nil && (i < 0 || i > 999) {
+					err = fmt.Errorf("expected a number from 0 to 999, got %d", i)
+				}
+				if err == nil {
+					m.JIDNode = i
+				}
+				return err
+			},
+			"log_level":              func(m *Master, v value) error { return v.logLevel(&m.LogLevel) },
+			"log_file":               func(m *Master, v value) error { return v.str(&m.LogFile) },
+			"log_level_logfile":      func(m *Master, v value) error { return v.logLevel(&m.LogLevelLogfile) },
+			"nodegroups":             func(m *Master, v value) error { return v.anyMap(&m.Nodegroups) },
+			"reactor":                func(m *Master, v value) error { return v.anyList(&m.Reactor) },
+			"reactor_worker_threads": func(m *Master, v value) error { return v.count(&m.ReactorWorkerThreads) },
+			"reactor_worker_hwm":     func(m *Master, v value) error { return v.count(&m.ReactorWorkerHwm) },
+			"file_roots":             func(m *Master, v value) error { return v.roots(&m.FileRoots) },
+			"pillar_roots":           func(m *Master, v value) error { return v.roots(&m.PillarRoots) },
+			"master_job_cache":       func(m *Master, v value) error { return v.str(&m.MasterJobCache) },
+			"event_return":           func(m *Master, v value) error { return v.strList(&m.EventReturn, false) },
+			"engines":                func(m *Master, v value) error { return v.anyList(&m.Engines) },
 		},
-		"log_level":              func(m *Master, v value) error { return v.logLevel(&m.LogLevel) },
-		"log_file":               func(m *Master, v value) error { return v.str(&m.LogFile) },
-		"log_level_logfile":      func(m *Master, v value) error { return v.logLevel(&m.LogLevelLogfile) },
-		"nodegroups":             func(m *Master, v value) error { return v.anyMap(&m.Nodegroups) },
-		"reactor":                func(m *Master, v value) error { return v.anyList(&m.Reactor) },
-		"reactor_worker_threads": func(m *Master, v value) error { return v.count(&m.ReactorWorkerThreads) },
-		"reactor_worker_hwm":     func(m *Master, v value) error { return v.count(&m.ReactorWorkerHwm) },
-		"file_roots":             func(m *Master, v value) error { return v.roots(&m.FileRoots) },
-		"pillar_roots":           func(m *Master, v value) error { return v.roots(&m.PillarRoots) },
-		"master_job_cache":       func(m *Master, v value) error { return v.str(&m.MasterJobCache) },
-		"event_return":           func(m *Master, v value) error { return v.strList(&m.EventReturn, false) },
-		"engines":                func(m *Master, v value) error { return v.anyList(&m.Engines) },
-	},
-	silent:  setOf(saltMasterOptions, saltCommonOptions, haliteMasterRawOptions),
-	foreign: setOf(saltMinionOptions, haliteAgentOptions),
-	hints: map[string]string{
-		"ret_port":     `Halite listens on one UDP port; set "port"`,
-		"publish_port": `Halite listens on one UDP port; set "port"`,
-	},
+		silent:  setOf(saltMasterOptions, saltCommonOptions, haliteMasterRawOptions),
+		foreign: setOf(saltMinionOptions, haliteAgentOptions),
+		hints: map[string]string{
+			"ret_port":     `Halite listens on one UDP port; set "port"`,
+			"publish_port": `Halite listens on one UDP port; set "port"`,
+		},
+	}
 }
 
 // LoadMaster reads dir/master, then dir/master.d/*.conf in lexical order,
@@ -131,7 +147,7 @@ var masterRole = &role[Master]{
 // *Error.
 func LoadMaster(dir string, warn func(Warning)) (*Master, error) {
 	m := DefaultMaster()
-	raw, err := masterRole.load(dir, m, warn)
+	raw, err := masterRole().load(dir, m, warn)
 	if err != nil {
 		return nil, err
 	}

@@ -332,6 +332,14 @@ func (m *Master) runSession(ctx context.Context, s *session, hello *protocol.Hel
 	if old := m.minions.attach(s); old != nil {
 		old.close(protocol.KindOther, "replaced by a new connection")
 	}
+	// A session whose handshake ended while the master began to stop
+	// missed closeAll: close it here, or Run would wait for it (an agent
+	// failing back keeps its connection alive).
+	select {
+	case <-m.closing:
+		s.close(protocol.KindShutdown, "master shutting down")
+	default:
+	}
 	s.log.Info("agent connected")
 	stamp := event.Stamp(time.Now())
 	startData := map[string]any{

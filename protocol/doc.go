@@ -14,6 +14,11 @@
 // [Fingerprint]. The agent refuses a master whose fingerprint differs from
 // the one it pinned (master_finger, or the one recorded on first use).
 //
+// An agent with several masters (Salt's multimaster) holds one such
+// connection per master (hot) or one at a time (failover); the protocol is
+// the same on each, and masters of one set share their identity key, so
+// that one pin serves them all.
+//
 // The agent opens one bidirectional stream and every message of the
 // connection travels on it, in frames (see [WriteFrame]):
 //

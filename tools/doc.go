@@ -1,4 +1,5 @@
 // Package tools is the home of Halite's fleet simulator (tools/fleet,
-// tools/fleetsim), benchmark harness (bench.sh) and demo (demo.sh). Tools
+// tools/fleetsim), the multimaster failover benchmark (tools/failoverbench),
+// benchmark harness (bench.sh) and demo (demo.sh). Tools
 // may import anything; nothing imports them.
 package tools
