@@ -94,8 +94,9 @@ func TestUserEngineSync(t *testing.T) {
 }
 
 // TestMasterEngines: the webhook engine turns a POST into an event, a
-// Starlark user engine from _engines/ reacts to it and fires its own
-// event, which the reactor turns into a job on a device.
+// Starlark user engine from _engines/ reacts to it, calls a runner
+// (manage.up) and fires its own event, which the reactor turns into a job
+// on a device.
 func TestMasterEngines(t *testing.T) {
 	root := t.TempDir()
 	srvRoot := filepath.Join(root, "srv")
@@ -109,13 +110,14 @@ def on_event(tag, data):
     seen["n"] += 1
     app = data["post"]["app"]
     log.info("deploy requested", app)
-    event.fire("myco/deploy/" + app, {"app": app, "count": seen["n"], "target": opts["target"]})
+    up = call("manage.up")
+    event.fire("myco/deploy/" + app, {"app": app, "count": seen["n"], "target": opts["target"], "up": len(up)})
 `), 0o644)
 	os.WriteFile(filepath.Join(srvRoot, "reactor", "deploy.sls"), []byte(`deploy:
   local.cmd.run:
     - tgt: {{ data['target'] }}
     - args:
-      - cmd: echo {{ data['app'] }} {{ data['count'] }} >> `+marker+`
+      - cmd: echo {{ data['app'] }} {{ data['count'] }} up={{ data['up'] }} >> `+marker+`
 `), 0o644)
 	port := freeTCPPort(t)
 	c := newCluster(t, fmt.Sprintf(`file_roots:
@@ -145,7 +147,7 @@ engines:
 	})
 	waitFor(t, 60*time.Second, "the deploy job on cam1", func() bool {
 		b, _ := os.ReadFile(marker)
-		return strings.Contains(string(b), "web 1")
+		return strings.Contains(string(b), "web 1 up=1")
 	})
 }
 
