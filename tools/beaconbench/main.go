@@ -41,9 +41,13 @@ func main() {
 	window := flag.Duration("window", 60*time.Second, "measured window")
 	runs := flag.Int("runs", 3, "measured windows")
 	env := flag.String("env", "", "extra environment for both agents, e.g. GODEBUG=gctrace=1 (comma-separated)")
+	benv := flag.String("beacon-env", "", "extra environment for the agent with beacons only, e.g. GOGC=10")
 	flag.Parse()
 	if *env != "" {
 		extraEnv = strings.Split(*env, ",")
+	}
+	if *benv != "" {
+		beaconEnv = strings.Split(*benv, ",")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -53,8 +57,9 @@ func main() {
 	}
 }
 
-// extraEnv is added to the agents' environment (-env).
-var extraEnv []string
+// extraEnv is added to the agents' environment (-env); beaconEnv to the
+// beacon agent's only (-beacon-env).
+var extraEnv, beaconEnv []string
 
 type agentProc struct {
 	name string
@@ -75,6 +80,9 @@ func startAgent(ctx context.Context, bin, root, name, extra string) (*agentProc,
 	a.cmd = exec.CommandContext(ctx, filepath.Join(bin, "halite-agent"), "-c", dir, "-l", "warning")
 	a.cmd.Stdout, a.cmd.Stderr = &a.log, &a.log
 	a.cmd.Env = append(os.Environ(), extraEnv...)
+	if extra != "" {
+		a.cmd.Env = append(a.cmd.Env, beaconEnv...)
+	}
 	a.cmd.Cancel = func() error { return a.cmd.Process.Signal(syscall.SIGTERM) }
 	a.cmd.WaitDelay = 10 * time.Second
 	if err := a.cmd.Start(); err != nil {
