@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -59,13 +60,32 @@ func (a *Agent) newEngines() (*engineHost, error) {
 			Call:    a.engineCall,
 			Figures: a.figures,
 		},
-		Lookup: engines.UserDir{Dirs: []string{dir}, Script: agentScript, Verified: true}.Lookup,
+		Lookup: a.engineLookup(dir),
 		Log:    a.log.Named("engines"),
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &engineHost{m: m, dir: dir}, nil
+}
+
+// engineLookup finds user engines: synced ones (checked against their
+// manifest) and, on a masterless agent, those of its local file root
+// (root_dir/srv/salt/_engines, Salt's masterless file_roots), which
+// nothing syncs.
+func (a *Agent) engineLookup(synced string) func(string) (engines.UserModule, error) {
+	sync := engines.UserDir{Dirs: []string{synced}, Script: agentScript, Verified: true}
+	if !a.masterless() {
+		return sync.Lookup
+	}
+	local := engines.UserDir{Dirs: []string{filepath.Join(a.cfg.RootDir, "srv", "salt", "_engines")}, Script: agentScript}
+	return func(module string) (engines.UserModule, error) {
+		m, err := sync.Lookup(module)
+		if errors.Is(err, engines.ErrNoModule) {
+			return local.Lookup(module)
+		}
+		return m, err
+	}
 }
 
 // engineCall runs an execution function for an engine.

@@ -151,3 +151,34 @@ func TestMasterlessBeacons(t *testing.T) {
 		t.Errorf("halite-call beacons.disable_beacon: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestMasterlessUserEngine: a masterless agent runs a user engine from its
+// local file root (root_dir/srv/salt/_engines), whose events drive its
+// caller reactor.
+func TestMasterlessUserEngine(t *testing.T) {
+	root := t.TempDir()
+	solo := filepath.Join(root, "solo")
+	os.MkdirAll(filepath.Join(solo, "srv", "salt", "_engines"), 0o755)
+	os.WriteFile(filepath.Join(solo, "srv", "salt", "_engines", "hello.sh"),
+		[]byte("#!/bin/sh\necho '{\"tag\": \"myco/hello\", \"data\": {}}'\nwhile read -r l; do :; done\n"), 0o755)
+	marker := filepath.Join(root, "hello")
+	sls := filepath.Join(root, "hello.sls")
+	os.WriteFile(sls, []byte("note:\n  caller.cmd.run:\n    - args:\n      - cmd: touch "+marker+"\n"), 0o644)
+	dir := filepath.Join(root, "etc")
+	os.MkdirAll(dir, 0o755)
+	conf := "id: solo\nroot_dir: " + solo + "\nmaster_type: disable\nfile_client: local\nlog_file: ''\n" +
+		"reactor:\n  - 'myco/hello':\n    - " + sls + "\nengines:\n  - hello: {}\n"
+	os.WriteFile(filepath.Join(dir, "agent"), []byte(conf), 0o644)
+	c := &cluster{t: t, root: root, agents: map[string]*proc{}}
+	p := c.start("halite-agent", "-c", dir, "-l", "info")
+	t.Cleanup(func() {
+		c.stop(p)
+		if t.Failed() {
+			t.Logf("agent output:\n%s", p.output())
+		}
+	})
+	waitFor(t, 30*time.Second, "the local user engine to drive the caller reactor", func() bool {
+		_, err := os.Stat(marker)
+		return err == nil
+	})
+}

@@ -101,7 +101,7 @@ func TestBuiltinBeaconsAndEngines(t *testing.T) {
       interval: 0.5
   - stalekey:
       interval: 1
-      expire: 0.001
+      expire: 0.003
 `, collector.URL, prefix, prefix, metricsPort, statsd.LocalAddr()))
 	c.startMaster()
 	c.startAgent("cam1", fmt.Sprintf(`beacons:
@@ -191,7 +191,7 @@ func TestBuiltinBeaconsAndEngines(t *testing.T) {
 	if n, _, err := statsd.ReadFrom(buf); err != nil || !strings.Contains(string(buf[:n]), "|g") {
 		t.Errorf("StatsD: %q %v", buf[:n], err)
 	}
-	// stalekey: "gone" has not been seen for longer than expire (3.6 s).
+	// stalekey: "gone" has not been seen for longer than expire (10.8 s).
 	waitFor(t, 60*time.Second, "stalekey to delete the key of gone", func() bool {
 		keys, _ := c.jsonOut("halite-key", "-L")
 		for _, id := range keys["minions"].([]any) {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,8 +94,9 @@ func TestUserEngineSync(t *testing.T) {
 }
 
 // TestMasterEngines: the webhook engine turns a POST into an event, a
-// Starlark user engine from _engines/ reacts to it and fires its own
-// event, which the reactor turns into a job on a device.
+// Starlark user engine from _engines/ reacts to it, calls a runner
+// (manage.up) and fires its own event, which the reactor turns into a job
+// on a device.
 func TestMasterEngines(t *testing.T) {
 	root := t.TempDir()
 	srvRoot := filepath.Join(root, "srv")
@@ -108,13 +110,14 @@ def on_event(tag, data):
     seen["n"] += 1
     app = data["post"]["app"]
     log.info("deploy requested", app)
-    event.fire("myco/deploy/" + app, {"app": app, "count": seen["n"], "target": opts["target"]})
+    up = call("manage.up")
+    event.fire("myco/deploy/" + app, {"app": app, "count": seen["n"], "target": opts["target"], "up": len(up)})
 `), 0o644)
 	os.WriteFile(filepath.Join(srvRoot, "reactor", "deploy.sls"), []byte(`deploy:
   local.cmd.run:
     - tgt: {{ data['target'] }}
     - args:
-      - cmd: echo {{ data['app'] }} {{ data['count'] }} >> `+marker+`
+      - cmd: echo {{ data['app'] }} {{ data['count'] }} up={{ data['up'] }} >> `+marker+`
 `), 0o644)
 	port := freeTCPPort(t)
 	c := newCluster(t, fmt.Sprintf(`file_roots:
@@ -144,7 +147,7 @@ engines:
 	})
 	waitFor(t, 60*time.Second, "the deploy job on cam1", func() bool {
 		b, _ := os.ReadFile(marker)
-		return strings.Contains(string(b), "web 1")
+		return strings.Contains(string(b), "web 1 up=1")
 	})
 }
 
@@ -167,4 +170,54 @@ func TestBadEngineRefusedAtStart(t *testing.T) {
 	if p.cmd.ProcessState.ExitCode() == 0 {
 		t.Error("exit status 0")
 	}
+}
+
+// TestStarlarkEngineOnAgents: agents built with -tags starlark run a
+// Starlark engine synced from the master; it reads grains, calls an
+// execution function and sends events that drive the master's reactor.
+func TestStarlarkEngineOnAgents(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "halite-agent")
+	build := exec.Command("go", "build", "-tags", "starlark", "-o", bin, "../cmd/halite-agent")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags starlark: %v\n%s", err, out)
+	}
+	root := t.TempDir()
+	srvRoot := filepath.Join(root, "srv")
+	os.MkdirAll(filepath.Join(srvRoot, "_engines"), 0o755)
+	os.MkdirAll(filepath.Join(srvRoot, "reactor"), 0o755)
+	marker := filepath.Join(root, "stars")
+	os.WriteFile(filepath.Join(srvRoot, "_engines", "heartbeat.star"), []byte(`
+INTERVAL = 0.2
+state = {"n": 0}
+def on_tick():
+    state["n"] += 1
+    if state["n"] == 3:
+        echoed = call("test.echo", opts["word"])
+        event.send("myco/heartbeat", {"site": grains.get("site", "?"), "echo": echoed})
+`), 0o644)
+	os.WriteFile(filepath.Join(srvRoot, "reactor", "hb.sls"), []byte(`record:
+  local.cmd.run:
+    - tgt: {{ data['id'] }}
+    - args:
+      - cmd: echo {{ data['id'] }} {{ data['data']['site'] }} {{ data['data']['echo'] }} >> `+marker+`
+`), 0o644)
+	c := newCluster(t, "file_roots:\n  base:\n    - "+srvRoot+"\nreactor:\n  - 'myco/heartbeat':\n    - salt://reactor/hb.sls\n")
+	c.startMaster()
+	for _, id := range []string{"cam1", "cam2"} {
+		dir := c.agentDir(id)
+		os.MkdirAll(dir, 0o755)
+		conf := fmt.Sprintf("id: %s\nroot_dir: %s\nmaster: 127.0.0.1\nmaster_port: %d\nacceptance_wait_time: 1\nlog_file: ''\ngrains:\n  site: north\nengines:\n  - heartbeat:\n      word: tick\n",
+			id, filepath.Join(c.root, id), c.port)
+		os.WriteFile(filepath.Join(dir, "agent"), []byte(conf), 0o644)
+		c.agents[id] = c.startRaw(bin, "-c", dir, "-l", "info")
+	}
+	c.acceptAll("cam1", "cam2")
+	rets, _ := c.jsonOut("halite", "*", "saltutil.sync_engines")
+	if jsonString(rets["cam1"]) != `["engines.heartbeat"]` || jsonString(rets["cam2"]) != `["engines.heartbeat"]` {
+		t.Errorf("sync_engines = %v", rets)
+	}
+	waitFor(t, 60*time.Second, "the Starlark engine's events from both agents through the reactor", func() bool {
+		b, _ := os.ReadFile(marker)
+		return strings.Contains(string(b), "cam1 north tick") && strings.Contains(string(b), "cam2 north tick")
+	})
 }

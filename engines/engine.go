@@ -47,7 +47,8 @@ type Env struct {
 	Grains func() map[string]any
 	// Config is the daemon's configuration as loaded (Raw).
 	Config map[string]any
-	// Call runs an execution function (agent) ; nil where there is none.
+	// Call runs an execution function (agent) or a runner (master); nil
+	// where there is none.
 	Call func(ctx context.Context, fun string, args []any, kwargs map[string]any) (any, error)
 	// Figures returns named counters of the daemon (bus, beacons, engines)
 	// for the metrics engine; nil: none beyond the bus.

@@ -86,7 +86,8 @@ func New(o Options) (*Manager, error) {
 			if o.Lookup == nil {
 				return nil, fmt.Errorf("engine %s: no engine module %q (built in: %v)", s.Name, s.Module, m.builtins())
 			}
-			o.Log.Warn("engine waits for its module to be synced", zap.String("engine", s.Name), zap.String("module", s.Module))
+			o.Log.Warn("engine module not found yet; the engine starts when it appears (master: file_roots _engines/; agent: saltutil.sync_engines)",
+				zap.String("engine", s.Name), zap.String("module", s.Module))
 			continue
 		}
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -91,7 +92,7 @@ func (u UserDir) Lookup(module string) (UserModule, error) {
 				if u.Script == nil {
 					return UserModule{}, fmt.Errorf("%s is a Starlark engine, and this binary was built without Starlark (go build -tags starlark)", path)
 				}
-				f, err := u.Script(path, data)
+				f, err := compiled(u.Script, path, version, data)
 				if err != nil {
 					return UserModule{}, err
 				}
@@ -105,6 +106,36 @@ func (u UserDir) Lookup(module string) (UserModule, error) {
 		}
 	}
 	return UserModule{}, ErrNoModule
+}
+
+// compiledCache keeps the last compilation of each script file, so that
+// looking modules up again (every refresh) does not compile unchanged
+// files again.
+var compiledCache = struct {
+	sync.Mutex
+	m map[string]compiledScript
+}{m: map[string]compiledScript{}}
+
+type compiledScript struct {
+	version string
+	f       Factory
+}
+
+func compiled(compile ScriptCompiler, path, version string, src []byte) (Factory, error) {
+	compiledCache.Lock()
+	c, ok := compiledCache.m[path]
+	compiledCache.Unlock()
+	if ok && c.version == version {
+		return c.f, nil
+	}
+	f, err := compile(path, src)
+	if err != nil {
+		return nil, err
+	}
+	compiledCache.Lock()
+	compiledCache.m[path] = compiledScript{version, f}
+	compiledCache.Unlock()
+	return f, nil
 }
 
 // ExecutableFactory is the factory of an executable user engine: it runs

@@ -51,6 +51,11 @@ func newEngines(m *Master) (*engines.Manager, error) {
 		Env: engines.Env{
 			Role: "master", ID: m.name, Bus: m.bus, Fire: m.bus.Publish, Config: m.cfg.Raw,
 			Figures: m.figures,
+			// On the master, call() runs runners (manage.up, jobs.lookup_jid, …),
+			// as Salt's master engines have __runners__.
+			Call: func(ctx context.Context, fun string, args []any, kwargs map[string]any) (any, error) {
+				return m.runRunner(ctx, &api.Request{Fun: fun, Arg: args, Kwarg: kwargs, User: "engine"})
+			},
 		},
 		Extra:  map[string]engines.Factory{"stalekey": m.stalekeyFactory},
 		Lookup: engines.UserDir{Dirs: m.engineRoots(), Script: starlark.Compile}.Lookup,

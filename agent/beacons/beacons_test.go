@@ -314,11 +314,24 @@ func TestManagerRuntimeChanges(t *testing.T) {
 	if _, _, err := ParseConfig(saved.Beacons, time.Second); err != nil {
 		t.Errorf("saved beacons do not load back: %v\n%s", err, b)
 	}
-	// Once disabled, no more diskusage events (after the one that may be in flight).
-	before := c.count("salt/beacon/cam1/diskusage/")
-	waitFor(t, "disk2 checks", func() bool { return m.Stats()["disk2"].Checks >= 15 })
-	if after := c.count("salt/beacon/cam1/diskusage/"); after > before+1 {
-		t.Errorf("disabled beacon fired %d more events", after-before)
+	// Once disabled, diskusage is checked no more: its count stays put
+	// while disk2 goes on.
+	checks := func(name string) uint64 { return m.Stats()[name].Checks }
+	waitFor(t, "diskusage to stop", func() bool {
+		c0, d0 := checks("diskusage"), checks("disk2")
+		deadline := time.Now().Add(20 * time.Second)
+		for checks("disk2") < d0+3 {
+			if time.Now().After(deadline) {
+				t.Fatal("disk2 stopped being checked")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return checks("diskusage") == c0
+	})
+	c0, d0 := checks("diskusage"), checks("disk2")
+	waitFor(t, "disk2 checks", func() bool { return checks("disk2") >= d0+5 })
+	if c := checks("diskusage"); c != c0 {
+		t.Errorf("disabled beacon checked %d more times", c-c0)
 	}
 	if err := m.Delete("disk2"); err != nil {
 		t.Fatal(err)

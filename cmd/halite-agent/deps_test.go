@@ -105,3 +105,25 @@ func stderrOf(err error) string {
 	}
 	return ""
 }
+
+// TestTaggedBuilds: the agent built with -tags engines,starlark (the HTTP
+// engines and Starlark user engines) still builds for ARMv7 without cgo and
+// links what the tags promise.
+func TestTaggedBuilds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the agent for ARM")
+	}
+	out, err := goCmd(t, "list", "-tags", "engines,starlark", "-deps", "-f", "{{.ImportPath}}", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -tags engines,starlark: %v\n%s", err, stderrOf(err))
+	}
+	for _, want := range []string{"go.starlark.net/starlark", "github.com/halite-fleet/halite/engines/httpengine", "github.com/halite-fleet/halite/engines/starlark"} {
+		if !strings.Contains(string(out), want+"\n") {
+			t.Errorf("-tags engines,starlark does not link %s", want)
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "halite-agent")
+	if out, err := goCmd(t, "build", "-tags", "engines,starlark", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags engines,starlark: %v\n%s", err, out)
+	}
+}

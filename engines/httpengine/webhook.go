@@ -24,7 +24,7 @@ import (
 const maxBody = 1 << 20
 
 // The webhook engine (Salt's webhook engine): an HTTP server whose POSTs
-// become events tagged salt/engines/hook/<path>, with data {headers, body,
+// become events (on an agent, sent to the master) tagged salt/engines/hook/<path>, with data {headers, body,
 // post}: body the raw body, post the body decoded (a JSON object, or a
 // form). Options: port (required), address (default 0.0.0.0), ssl_crt and
 // ssl_key (serve HTTPS), auth_token (then a request must carry it in
@@ -148,7 +148,13 @@ func (w *webhook) handler(env *engines.Env) http.Handler {
 		if post := decodeBody(r.Header.Get("Content-Type"), body); post != nil {
 			data["post"] = post
 		}
-		env.Fire(tag, data)
+		// As Salt's: on an agent the event goes to the master (and the
+		// agent's own bus); on the master, to its bus.
+		if err := env.FireMaster(tag, data); err != nil {
+			env.Log.Warn("webhook event not sent", zap.String("tag", tag), zap.Error(err))
+			http.Error(rw, "event not queued: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 		rw.Header().Set("Content-Type", "application/json")
 		rw.Write([]byte(`{"success": true}` + "\n"))
 	})

@@ -33,6 +33,6 @@
 //	                             -> {"status": int, "body": str}; http and https only;
 //	                             check=False: a network error is {"status": 0, "error": str}
 //	                             instead of failing the engine
-//	call(fun, *args, **kwargs)   an execution function (agent only)
+//	call(fun, *args, **kwargs)   an execution function on an agent; a runner on the master
 //	json.encode/decode, time.now() and friends (go.starlark.net/lib)
 package starlark

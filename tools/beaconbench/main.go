@@ -41,9 +41,13 @@ func main() {
 	window := flag.Duration("window", 60*time.Second, "measured window")
 	runs := flag.Int("runs", 3, "measured windows")
 	env := flag.String("env", "", "extra environment for both agents, e.g. GODEBUG=gctrace=1 (comma-separated)")
+	benv := flag.String("beacon-env", "", "extra environment for the agent with beacons only, e.g. GOGC=10")
 	flag.Parse()
 	if *env != "" {
 		extraEnv = strings.Split(*env, ",")
+	}
+	if *benv != "" {
+		beaconEnv = strings.Split(*benv, ",")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -53,8 +57,9 @@ func main() {
 	}
 }
 
-// extraEnv is added to the agents' environment (-env).
-var extraEnv []string
+// extraEnv is added to the agents' environment (-env); beaconEnv to the
+// beacon agent's only (-beacon-env).
+var extraEnv, beaconEnv []string
 
 type agentProc struct {
 	name string
@@ -75,6 +80,9 @@ func startAgent(ctx context.Context, bin, root, name, extra string) (*agentProc,
 	a.cmd = exec.CommandContext(ctx, filepath.Join(bin, "halite-agent"), "-c", dir, "-l", "warning")
 	a.cmd.Stdout, a.cmd.Stderr = &a.log, &a.log
 	a.cmd.Env = append(os.Environ(), extraEnv...)
+	if extra != "" {
+		a.cmd.Env = append(a.cmd.Env, beaconEnv...)
+	}
 	a.cmd.Cancel = func() error { return a.cmd.Process.Signal(syscall.SIGTERM) }
 	a.cmd.WaitDelay = 10 * time.Second
 	if err := a.cmd.Start(); err != nil {
@@ -96,17 +104,20 @@ func cpuTicks(pid int) (int64, error) {
 	return ut + st, nil
 }
 
-func rssKiB(pid int) (int64, error) {
+// rssKiB reads a field of /proc/<pid>/status in KiB: VmRSS, RssAnon
+// (heap, stacks: what the agent allocates) or RssFile (the binary's pages
+// that were touched).
+func rssKiB(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "VmRSS:") {
+		if strings.HasPrefix(l, field+":") {
 			return strconv.ParseInt(strings.Fields(l)[1], 10, 64)
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS")
+	return 0, fmt.Errorf("no %s", field)
 }
 
 func median(v []float64) float64 {
@@ -144,6 +155,8 @@ func run(ctx context.Context, bin string, warmup, window time.Duration, runs int
 	agents := []*agentProc{base, with}
 	cpu := map[string][]float64{}
 	rss := map[string][]float64{}
+	anon := map[string][]float64{}
+	file := map[string][]float64{}
 	for r := 0; r < runs; r++ {
 		start := map[string]int64{}
 		for _, a := range agents {
@@ -163,12 +176,16 @@ func run(ctx context.Context, bin string, warmup, window time.Duration, runs int
 			case <-tick.C:
 			}
 			for _, a := range agents {
-				k, err := rssKiB(a.cmd.Process.Pid)
+				k, err := rssKiB(a.cmd.Process.Pid, "VmRSS")
 				if err != nil {
 					tick.Stop()
 					return fmt.Errorf("%s: %w", a.name, err)
 				}
 				rss[a.name] = append(rss[a.name], float64(k)/1024)
+				k, _ = rssKiB(a.cmd.Process.Pid, "RssAnon")
+				anon[a.name] = append(anon[a.name], float64(k)/1024)
+				k, _ = rssKiB(a.cmd.Process.Pid, "RssFile")
+				file[a.name] = append(file[a.name], float64(k)/1024)
 			}
 		}
 		tick.Stop()
@@ -182,11 +199,13 @@ func run(ctx context.Context, bin string, warmup, window time.Duration, runs int
 	cb, cw := median(cpu["plain"]), median(cpu["beacons"])
 	rb, rw := median(rss["plain"]), median(rss["beacons"])
 	fmt.Println()
-	fmt.Println("| agent | CPU, % of one core (median of windows) | VmRSS median |")
-	fmt.Println("| --- | --- | --- |")
-	fmt.Printf("| no beacons | %.3f%% | %.2f MiB |\n", cb, rb)
-	fmt.Printf("| five beacons at 1 s (memusage, diskusage, load, service, network_info), each firing every check | %.3f%% | %.2f MiB |\n", cw, rw)
-	fmt.Printf("| difference | %.3f%% (goal ≤ 1%%) | %.2f MiB (goal ≤ 2 MiB) |\n", cw-cb, rw-rb)
+	ab, aw := median(anon["plain"]), median(anon["beacons"])
+	fb, fw := median(file["plain"]), median(file["beacons"])
+	fmt.Println("| agent | CPU, % of one core (median of windows) | VmRSS median | RssAnon | RssFile |")
+	fmt.Println("| --- | --- | --- | --- | --- |")
+	fmt.Printf("| no beacons | %.3f%% | %.2f MiB | %.2f MiB | %.2f MiB |\n", cb, rb, ab, fb)
+	fmt.Printf("| five beacons at 1 s (memusage, diskusage, load, service, network_info), each firing every check | %.3f%% | %.2f MiB | %.2f MiB | %.2f MiB |\n", cw, rw, aw, fw)
+	fmt.Printf("| difference | %.3f%% (goal ≤ 1%%) | %.2f MiB (goal ≤ 2 MiB) | %.2f MiB | %.2f MiB |\n", cw-cb, rw-rb, aw-ab, fw-fb)
 	if len(extraEnv) > 0 {
 		for _, a := range agents {
 			lines := strings.Split(strings.TrimSpace(a.log.String()), "\n")
