@@ -24,7 +24,7 @@ func TestBeaconsDriveReactor(t *testing.T) {
 	os.WriteFile(filepath.Join(srv, "sshd.sls"), []byte(`{% if data['match'] == 'yes' %}
 note_failure:
   local.cmd.run:
-    - tgt: {{ data['id'] }}
+    - tgt: {{ data['data']['id'] }}
     - args:
       - cmd: {{ ("echo '" + data['raw'] + "' >> `+marker+`") | yaml_dquote }}
 {% endif %}

@@ -460,19 +460,25 @@ func (m *Master) handle(ctx context.Context, s *session, msg protocol.Message) e
 		if data == nil {
 			data = map[string]any{}
 		}
+		ev := map[string]any{"id": s.id, "tag": b.Tag, "data": data, "_stamp": b.Stamp}
 		if strings.HasPrefix(b.Tag, "salt/beacon/") {
-			// Salt's beacon events carry the beacon's data at the top
-			// level (data['memusage'], data['id']), as reactor files
-			// from Salt's documentation expect; id is the connection's.
-			flat := make(map[string]any, len(data)+2)
+			// Salt wraps a beacon's event in a second one on its way to
+			// the master: the beacon's data, with the minion's id, are
+			// data['data'] (Salt's reactor docs: data['data']['id']).
+			// Many reactor files read the beacon's fields at the top
+			// level instead (data['id'], data['memusage']), so they are
+			// there too, where they do not hide the wrapper's own keys.
+			inner := make(map[string]any, len(data)+1)
 			for k, v := range data {
-				flat[k] = v
+				inner[k] = v
+				if _, taken := ev[k]; !taken {
+					ev[k] = v
+				}
 			}
-			flat["id"], flat["_stamp"] = s.id, b.Stamp
-			m.bus.Publish(b.Tag, flat)
-		} else {
-			m.bus.Publish(b.Tag, map[string]any{"id": s.id, "tag": b.Tag, "data": data, "_stamp": b.Stamp})
+			inner["id"] = s.id
+			ev["data"] = inner
 		}
+		m.bus.Publish(b.Tag, ev)
 		s.ack(msg.Seq)
 	case *protocol.Grains:
 		m.minions.setGrains(s.id, msg.Grains)
