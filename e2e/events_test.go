@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -34,7 +35,35 @@ func (c *cluster) eventStream(t *testing.T, args ...string) <-chan string {
 		close(lines)
 	}()
 	t.Cleanup(func() { cancel(); cmd.Wait() })
-	return lines
+	// The command subscribes some time after it starts: until an event
+	// fired now is seen on the stream, an event could be missed. Fire a
+	// marker until it comes through; what came before it is dropped
+	// (callers start what they watch after this returns).
+	marker := fmt.Sprintf("e2e/stream/ready/%d", time.Now().UnixNano())
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if r := runCmd(t, "halite-run", "-c", c.masterDir(), "event.send", marker, "{}"); r.code != 0 {
+			t.Fatalf("halite-run event.send: exit %d, %s", r.code, r.stderr)
+		}
+		wait := time.After(time.Second)
+	drain:
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatal("event stream ended before it was ready")
+				}
+				if strings.HasPrefix(l, marker+"\t") {
+					return lines
+				}
+			case <-wait:
+				break drain
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("halite-run state.event did not show an event within 30s")
+		}
+	}
 }
 
 func nextEvent(t *testing.T, lines <-chan string, tagPrefix string) (string, map[string]any) {
