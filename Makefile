@@ -9,13 +9,18 @@ GOFLAGS_B := -trimpath
 # Agent-side programs, built for every device architecture.
 AGENT_CMDS := halite-agent halite-call
 MASTER_CMDS := halite-master halite halite-key halite-run
-# The agent is flashed on devices with little flash: inlining is turned off
-# except in the hot packages (the runtime and its maps, sync, crypto, QUIC,
-# CBOR), which saves about 0.6 MiB on linux/arm v7 at no measurable cost to
-# the agent's work, which waits on the network and on the commands it runs.
-# `make cross` prints the sizes; docs/BENCHMARKS.md records them.
+# The agent is flashed on devices with little flash. On 32-bit ARM and MIPS
+# (cameras, gateways: the relay is not built in there, see
+# cmd/halite-agent/norelay.go) inlining is turned off everywhere
+# (AGENT_GCFLAGS_SMALL), which keeps linux/arm v7 under 8 MiB; the cost is
+# CPU the device seldom spends (an ed25519 verify per job: ~50 -> ~60 us on
+# amd64). On amd64 and arm64, where relays run and size matters less, the
+# hot packages (runtime, sync, crypto, QUIC, CBOR) keep their inlining
+# (AGENT_GCFLAGS). `make cross` prints the sizes; docs/BENCHMARKS.md
+# records them.
 AGENT_GCFLAGS := -gcflags=all=-l -gcflags=runtime/...= -gcflags=internal/runtime/...= -gcflags=crypto/...= \
   -gcflags=sync/...= -gcflags=github.com/quic-go/...= -gcflags=github.com/fxamacker/...=
+AGENT_GCFLAGS_SMALL := -gcflags=all=-l
 # Cross targets: name goos goarch goarm gomips
 CROSS := linux-amd64:linux:amd64:: linux-arm64:linux:arm64:: linux-armv6:linux:arm:6: linux-armv7:linux:arm:7: linux-mipsle:linux:mipsle::softfloat
 
@@ -36,7 +41,8 @@ cross:
 	  cmds="$(AGENT_CMDS)"; \
 	  case $$goarch in amd64|arm64) cmds="$(CMDS)";; esac; \
 	  for c in $$cmds; do \
-	    gcf=""; case " $(AGENT_CMDS) " in *" $$c "*) gcf="$(AGENT_GCFLAGS)";; esac; \
+	    gcf=""; case " $(AGENT_CMDS) " in *" $$c "*) gcf="$(AGENT_GCFLAGS)"; \
+	      case $$goarch in arm|mips*) gcf="$(AGENT_GCFLAGS_SMALL)";; esac;; esac; \
 	    CGO_ENABLED=0 GOOS=$$goos GOARCH=$$goarch GOARM=$$goarm GOMIPS=$$gomips \
 	      $(GO) build $(GOFLAGS_B) $$gcf -ldflags '$(LDFLAGS)' -o $(DIST)/$$name/$$c ./cmd/$$c || exit 1; \
 	  done; \
