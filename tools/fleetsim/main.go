@@ -41,6 +41,7 @@ func main() {
 	relays := flag.Int("relays", 0, "spread the devices over this many relays (0: devices connect to the master)")
 	storm := flag.String("storm", "", "with -relays: restart the relays (term: SIGTERM, kill: SIGKILL) and time the reconnect storm")
 	asJSON := flag.Bool("json", false, "print JSON objects")
+	ramp := flag.Int("ramp", 0, "with -relays: devices started per second at first (0: all at once)")
 	child := flag.Bool("relay-child", false, "internal: run relays for the parent fleetsim")
 	master := flag.String("master", "", "internal: -relay-child's master address")
 	per := flag.Int("per", 0, "internal: -relay-child's devices per relay")
@@ -63,7 +64,7 @@ func main() {
 		for _, s := range strings.Split(*ns, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(s))
 			if err == nil && n > 0 {
-				err = measureRelays(n, *relays, *rounds, *warmup, *storm, *asJSON)
+				err = measureRelays(n, *relays, *rounds, *warmup, *storm, *ramp, *asJSON)
 			} else {
 				err = fmt.Errorf("bad fleet size %q", s)
 			}

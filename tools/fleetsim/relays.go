@@ -40,12 +40,19 @@ type relayReport struct {
 // their memory is their own) and n simulated devices spread over them,
 // times rounds of test.ping to all, and with storm kills the relays' process
 // and restarts it on the same ports, timing until every device is back.
-func measureRelays(n, r, rounds, warmup int, storm string, asJSON bool) error {
+func measureRelays(n, r, rounds, warmup int, storm string, ramp int, asJSON bool) error {
 	root, err := os.MkdirTemp("", "fleetsim")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(root)
+	// The devices' keys are accepted beforehand: enrolment is bound by the
+	// key store's fsyncs (about 70 keys/s here), the same with or without
+	// relays, and is not what this measures.
+	opts := fleet.Options{N: n, Seed: "fleetsim", Ramp: ramp}
+	if err := fleet.PreAccept(filepath.Join(root, "pki"), opts); err != nil {
+		return err
+	}
 	m, err := fleet.StartMaster(root, nil)
 	if err != nil {
 		return err
@@ -59,14 +66,14 @@ func measureRelays(n, r, rounds, warmup int, storm string, asJSON bool) error {
 	defer func() { stopChild(child) }()
 	rss0 := rssKiB(child.Process.Pid)
 	start := time.Now()
-	f, err := fleet.Start("", fleet.Options{N: n, MasterFP: m.Fingerprint(), Addrs: addrs})
+	f, err := fleet.Start("", fleet.Options{N: n, MasterFP: m.Fingerprint(), Addrs: addrs, Ramp: ramp, Seed: opts.Seed})
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	ctx := context.Background()
-	wctx, wcancel := context.WithTimeout(ctx, 5*time.Minute)
-	err = f.WaitConnected(wctx, n)
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Minute)
+	err = waitConnected(wctx, f, n, start)
 	wcancel()
 	if err != nil {
 		return err
@@ -244,4 +251,20 @@ func relayChild(master, root, listen string, r, per int) error {
 	case <-eof:
 	}
 	return rs.Stop()
+}
+
+// waitConnected is fleet.WaitConnected that reports progress every 10 s.
+func waitConnected(ctx context.Context, f *fleet.Fleet, n int, start time.Time) error {
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	done := make(chan error, 1)
+	go func() { done <- f.WaitConnected(ctx, n) }()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+			fmt.Fprintf(os.Stderr, "fleetsim: %d of %d devices connected after %s\n", f.Connected(), n, round(time.Since(start)))
+		}
+	}
 }
