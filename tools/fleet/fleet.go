@@ -295,7 +295,11 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 	if err := fr.Write(hello); err != nil {
 		return err
 	}
+	// As the agent does: a master (or relay) that does not answer within
+	// the handshake timeout is given up on.
+	s.SetReadDeadline(time.Now().Add(10 * time.Second))
 	m, err := fr.Read()
+	s.SetReadDeadline(time.Time{})
 	if err != nil {
 		return err
 	}
