@@ -193,12 +193,17 @@ func ping(ctx context.Context, sock, tgt string, n int) (time.Duration, error) {
 		}
 		if r.Done {
 			if got != n || len(r.Missing) > 0 {
-				return 0, fmt.Errorf("%d of %d returned", got, n)
+				return 0, &incomplete{got: got, n: n}
 			}
 			return time.Since(start), nil
 		}
 	}
 }
+
+// incomplete is a round in which not every minion returned in time.
+type incomplete struct{ got, n int }
+
+func (e *incomplete) Error() string { return fmt.Sprintf("%d of %d returned", e.got, e.n) }
 
 // pct is the nearest-rank percentile of sorted durations.
 func pct(sorted []time.Duration, p int) time.Duration {

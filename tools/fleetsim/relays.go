@@ -24,6 +24,7 @@ type relayReport struct {
 	Devices           int     `json:"devices"`
 	Relays            int     `json:"relays"`
 	Rounds            int     `json:"rounds"`
+	Incomplete        int     `json:"incomplete_rounds"`
 	ConnectS          float64 `json:"connect_all_s"`
 	P50MS             float64 `json:"p50_ms"`
 	P99MS             float64 `json:"p99_ms"`
@@ -80,9 +81,20 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp int, asJSON bool
 	}
 	connect := time.Since(start)
 	rss1 := rssKiB(child.Process.Pid)
+	// A round in which some device did not return (its session was being
+	// re-established when the job went out) is counted, not timed.
 	var times []time.Duration
+	failed := 0
 	for i := 0; i < warmup+rounds; i++ {
 		d, err := ping(ctx, m.Config.SocketPath(), "sim-*", n)
+		var inc *incomplete
+		if errors.As(err, &inc) {
+			fmt.Fprintf(os.Stderr, "fleetsim: round %d: %v\n", i, err)
+			if i >= warmup {
+				failed++
+			}
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("round %d: %w", i, err)
 		}
@@ -90,8 +102,11 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp int, asJSON bool
 			times = append(times, d)
 		}
 	}
+	if len(times) == 0 {
+		return fmt.Errorf("no round had every device return (%d incomplete)", failed)
+	}
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
-	rep := relayReport{Devices: n, Relays: r, Rounds: rounds, ConnectS: connect.Seconds(),
+	rep := relayReport{Devices: n, Relays: r, Rounds: len(times), Incomplete: failed, ConnectS: connect.Seconds(),
 		P50MS: ms(pct(times, 50)), P99MS: ms(pct(times, 99)), MinMS: ms(times[0]), MaxMS: ms(times[len(times)-1]),
 		RelayRSSMiB: float64(rss1) / 1024, RelayKiBPerDevice: float64(rss1-rss0) / float64(n)}
 	if storm != "" {
@@ -118,7 +133,7 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp int, asJSON bool
 		back := time.Since(restart)
 		d, err := ping(ctx, m.Config.SocketPath(), "sim-*", n)
 		if err != nil {
-			return fmt.Errorf("ping after the storm: %w", err)
+			fmt.Fprintf(os.Stderr, "fleetsim: ping after the storm: %v\n", err)
 		}
 		rep.Storm, rep.StormS, rep.StormPingMS = storm, back.Seconds(), ms(d)
 	}
