@@ -167,8 +167,12 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 		r.mu.Unlock()
 		r.store.forget(d)
 		if d.accepted.Load() {
-			r.event(r.deviceTag(d.id, "disconnected"), map[string]any{"id": d.id})
 			log.Info("device disconnected")
+			// Not while the relay stops: its agent's outbox is closing too,
+			// and the master sees the relay go.
+			if ctx.Err() == nil {
+				r.event(r.deviceTag(d.id, "disconnected"), map[string]any{"id": d.id})
+			}
 		}
 	}()
 

@@ -8,7 +8,8 @@
 // master, go up unchanged; the master's acks come back down, so a device
 // forgets an item only once the master stored it. While the master is
 // away the relay keeps its devices connected and holds what they send
-// (bounded by spool_max), then replays their Hellos, which resume the same
+// (in memory, bounded by spool_max; the devices' own spools are the
+// durable copy), then replays their Hellos, which resume the same
 // sessions, and sends it all in order. It limits each device's rate and
 // drops a device that sends what it may not, without anyone else noticing.
 //

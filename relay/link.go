@@ -235,9 +235,11 @@ func (r *Relay) openUp(ctx context.Context, l *link, d *device) (*quic.Stream, *
 		return nil, nil, nil, fmt.Errorf("open device stream: %w", err)
 	}
 	f := protocol.NewFramer(s, protocol.DefaultMaxFrame)
+	s.SetWriteDeadline(time.Now().Add(handshakeTimeout))
 	d.mu.Lock()
 	err = f.Write(d.hello)
 	d.mu.Unlock()
+	s.SetWriteDeadline(time.Time{})
 	if err != nil {
 		s.CancelRead(0)
 		s.CancelWrite(0)

@@ -9,10 +9,13 @@ package fleet
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +33,12 @@ type Options struct {
 	MasterFP   string // the master's fingerprint to pin; "" trusts any
 	Grains     map[string]any
 	MaxBackoff time.Duration // reconnect backoff ceiling; default 5s
+	// Seed, if set, derives every agent's key from it and the agent's id
+	// (else keys are random), so that PreAccept can record them first.
+	Seed string
+	// Ramp, if set, starts this many agents a second instead of all at
+	// once (a fleet enrolling, rather than a reconnect storm).
+	Ramp int
 	// Addrs, if set, are relays (or masters) to spread the agents over:
 	// agent i dials Addrs[i%len(Addrs)] instead of Start's addr.
 	Addrs []string
@@ -84,12 +93,13 @@ func Start(addr string, opts Options) (*Fleet, error) {
 			}
 			f.transports = append(f.transports, &quic.Transport{Conn: pc})
 		}
-		id, err := protocol.GenerateIdentity()
+		name := agentID(opts, i)
+		id, err := identity(opts, name)
 		if err != nil {
 			f.Close()
 			return nil, err
 		}
-		a := &simAgent{id: fmt.Sprintf("%s%05d", opts.Prefix, i), ident: id, tr: f.transports[len(f.transports)-1]}
+		a := &simAgent{id: name, ident: id, tr: f.transports[len(f.transports)-1]}
 		f.agents = append(f.agents, a)
 	}
 	addrs := opts.Addrs
@@ -107,13 +117,63 @@ func Start(addr string, opts Options) (*Fleet, error) {
 	}
 	for i, a := range f.agents {
 		udp := udps[i%len(udps)]
+		var delay time.Duration
+		if opts.Ramp > 0 {
+			delay = time.Duration(i) * time.Second / time.Duration(opts.Ramp)
+		}
 		f.wg.Add(1)
 		go func() {
 			defer f.wg.Done()
+			if delay > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(delay):
+				}
+			}
 			f.keepConnected(ctx, a, udp)
 		}()
 	}
 	return f, nil
+}
+
+func agentID(opts Options, i int) string { return fmt.Sprintf("%s%05d", opts.Prefix, i) }
+
+// identity is an agent's key: random, or derived from opts.Seed and its id.
+func identity(opts Options, id string) (*protocol.Identity, error) {
+	if opts.Seed == "" {
+		return protocol.GenerateIdentity()
+	}
+	seed := sha256.Sum256([]byte(opts.Seed + "\x00" + id))
+	return protocol.NewIdentity(ed25519.NewKeyFromSeed(seed[:]))
+}
+
+// PreAccept records, as accepted, the keys of the agents Start(opts) would
+// run (opts.Seed must be set) in a master's pki_dir before the master
+// starts, so that a benchmark measures sessions rather than enrolment
+// (two fsyncs per new key, one key at a time).
+func PreAccept(pkiDir string, opts Options) error {
+	if opts.Seed == "" {
+		return errors.New("PreAccept needs Options.Seed")
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = "sim-"
+	}
+	dir := filepath.Join(pkiDir, "minions")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for i := 0; i < opts.N; i++ {
+		name := agentID(opts, i)
+		id, err := identity(opts, name)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), protocol.EncodePublicKey(id.Pub), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Connected is how many agents have an accepted session now.
@@ -235,7 +295,11 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 	if err := fr.Write(hello); err != nil {
 		return err
 	}
+	// As the agent does: a master (or relay) that does not answer within
+	// the handshake timeout is given up on.
+	s.SetReadDeadline(time.Now().Add(10 * time.Second))
 	m, err := fr.Read()
+	s.SetReadDeadline(time.Time{})
 	if err != nil {
 		return err
 	}

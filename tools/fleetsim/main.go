@@ -41,6 +41,7 @@ func main() {
 	relays := flag.Int("relays", 0, "spread the devices over this many relays (0: devices connect to the master)")
 	storm := flag.String("storm", "", "with -relays: restart the relays (term: SIGTERM, kill: SIGKILL) and time the reconnect storm")
 	asJSON := flag.Bool("json", false, "print JSON objects")
+	ramp := flag.Int("ramp", 0, "with -relays: devices started per second at first (0: all at once)")
 	child := flag.Bool("relay-child", false, "internal: run relays for the parent fleetsim")
 	master := flag.String("master", "", "internal: -relay-child's master address")
 	per := flag.Int("per", 0, "internal: -relay-child's devices per relay")
@@ -63,7 +64,7 @@ func main() {
 		for _, s := range strings.Split(*ns, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(s))
 			if err == nil && n > 0 {
-				err = measureRelays(n, *relays, *rounds, *warmup, *storm, *asJSON)
+				err = measureRelays(n, *relays, *rounds, *warmup, *storm, *ramp, *asJSON)
 			} else {
 				err = fmt.Errorf("bad fleet size %q", s)
 			}
@@ -192,12 +193,17 @@ func ping(ctx context.Context, sock, tgt string, n int) (time.Duration, error) {
 		}
 		if r.Done {
 			if got != n || len(r.Missing) > 0 {
-				return 0, fmt.Errorf("%d of %d returned", got, n)
+				return 0, &incomplete{got: got, n: n}
 			}
 			return time.Since(start), nil
 		}
 	}
 }
+
+// incomplete is a round in which not every minion returned in time.
+type incomplete struct{ got, n int }
+
+func (e *incomplete) Error() string { return fmt.Sprintf("%d of %d returned", e.got, e.n) }
 
 // pct is the nearest-rank percentile of sorted durations.
 func pct(sorted []time.Duration, p int) time.Duration {
