@@ -81,6 +81,29 @@ func dataArg(req exec.Request) (any, error) {
 	return nil, exec.Invalidf("beacon_data is required, e.g. \"[{'percent': '80%%'}, {'interval': 10}]\"")
 }
 
+// configure is beacons.add and beacons.modify: a beacon's name and its
+// configuration, applied with change; done says what was done.
+func configure(change func(m *beacons.Manager, name string, cfg any) error, done string) func(context.Context, any, exec.Request) (any, error) {
+	return func(_ context.Context, host any, req exec.Request) (any, error) {
+		m, err := beaconHost(host)
+		if err != nil {
+			return nil, err
+		}
+		name, err := nameArg(req, true)
+		if err != nil {
+			return nil, err
+		}
+		data, err := dataArg(req)
+		if err != nil {
+			return nil, err
+		}
+		if err := change(m, name, data); err != nil {
+			return result(false, err.Error()), nil
+		}
+		return result(true, fmt.Sprintf("%s beacon: %s.", done, name)), nil
+	}
+}
+
 func result(ok bool, comment string) map[string]any {
 	return map[string]any{"result": ok, "comment": comment}
 }
@@ -114,47 +137,13 @@ dicts). Bad options are refused, naming the option.
 CLI Example:
 
     halite '*' beacons.add memusage "[{'percent': '80%'}, {'interval': 10}]"`,
-		func(_ context.Context, host any, req exec.Request) (any, error) {
-			m, err := beaconHost(host)
-			if err != nil {
-				return nil, err
-			}
-			name, err := nameArg(req, true)
-			if err != nil {
-				return nil, err
-			}
-			data, err := dataArg(req)
-			if err != nil {
-				return nil, err
-			}
-			if err := m.Add(name, data); err != nil {
-				return result(false, err.Error()), nil
-			}
-			return result(true, fmt.Sprintf("Added beacon: %s.", name)), nil
-		})
+		configure((*beacons.Manager).Add, "Added"))
 	exec.Register("beacons.modify", `Replace a beacon's configuration.
 
 CLI Example:
 
     halite '*' beacons.modify memusage "[{'percent': '90%'}]"`,
-		func(_ context.Context, host any, req exec.Request) (any, error) {
-			m, err := beaconHost(host)
-			if err != nil {
-				return nil, err
-			}
-			name, err := nameArg(req, true)
-			if err != nil {
-				return nil, err
-			}
-			data, err := dataArg(req)
-			if err != nil {
-				return nil, err
-			}
-			if err := m.Modify(name, data); err != nil {
-				return result(false, err.Error()), nil
-			}
-			return result(true, fmt.Sprintf("Modified beacon: %s.", name)), nil
-		})
+		configure((*beacons.Manager).Modify, "Modified"))
 	exec.Register("beacons.delete", `Delete a beacon.
 
 CLI Example:
