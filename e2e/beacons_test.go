@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +63,14 @@ note_failure:
 	rets, _ = c.jsonOut("halite", "cam1", "beacons.add", "mem", "[{'beacon_module': 'memusage'}, {'percent': '0%'}, {'interval': 3600}]")
 	if res, _ := rets["cam1"].(map[string]any); res["result"] != true {
 		t.Errorf("beacons.add: %v", rets)
+	}
+	rets, _ = c.jsonOut("halite", "cam1", "beacons.modify", "mem", "[{'beacon_module': 'memusage'}, {'percent': 'lots'}]")
+	if res, _ := rets["cam1"].(map[string]any); res["result"] != false || !strings.Contains(fmt.Sprint(res["comment"]), "percent") {
+		t.Errorf("beacons.modify with a bad option: %v, want a refusal naming percent", rets)
+	}
+	rets, _ = c.jsonOut("halite", "cam1", "beacons.modify", "mem", "[{'beacon_module': 'memusage'}, {'percent': '1%'}, {'interval': 1800}]")
+	if res, _ := rets["cam1"].(map[string]any); res["result"] != true || res["comment"] != "Modified beacon: mem." {
+		t.Errorf("beacons.modify: %v", rets)
 	}
 	rets, _ = c.jsonOut("halite", "cam1", "beacons.list")
 	var list map[string]any
