@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/internal/testwait"
 	"github.com/halite-fleet/halite/master"
 	"github.com/halite-fleet/halite/master/api"
 	"github.com/halite-fleet/halite/protocol"
@@ -28,27 +28,11 @@ const waitTimeout = 20 * time.Second
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitTimeout, what)
-		}
-		<-tick.C
-	}
+	testwait.For(t, waitTimeout, what, cond)
 }
 
 // shortDir is a temporary directory with a short path, for unix sockets.
-func shortDir(t *testing.T) string {
-	t.Helper()
-	d, err := os.MkdirTemp("", "hl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	return d
-}
+func shortDir(t *testing.T) string { return testwait.ShortDir(t) }
 
 // newTestAgent makes an agent (not running) with its own directories.
 func newTestAgent(t *testing.T, id string, grains map[string]any, setup func(*config.Agent)) *Agent {

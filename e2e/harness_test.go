@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/halite-fleet/halite/internal/testwait"
 )
 
 // binDir holds the binaries built once for the whole run.
@@ -308,13 +310,7 @@ func (c *cluster) waitUp(ids ...string) {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.For(t, d, what, cond)
 }
 
 func fmtInt(n int) string { return fmt.Sprint(n) }

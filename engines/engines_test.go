@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/internal/testwait"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -93,13 +94,7 @@ func init() {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 30*time.Second, what, cond)
 }
 
 func runManager(t *testing.T, o Options) (*Manager, *event.Bus) {

@@ -3,7 +3,6 @@ package master
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/halite-fleet/halite/agent"
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/internal/testwait"
 	"github.com/halite-fleet/halite/master/api"
 	"github.com/halite-fleet/halite/targets"
 )
@@ -26,29 +26,13 @@ const waitTimeout = 20 * time.Second
 // waitFor polls cond until it holds, failing the test after waitTimeout.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitTimeout, what)
-		}
-		<-tick.C
-	}
+	testwait.For(t, waitTimeout, what, cond)
 }
 
 // shortDir is a temporary directory with a short path, for unix sockets
 // (whose paths are limited to about 108 bytes; t.TempDir holds the test's
 // name).
-func shortDir(t *testing.T) string {
-	t.Helper()
-	d, err := os.MkdirTemp("", "hl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	return d
-}
+func shortDir(t *testing.T) string { return testwait.ShortDir(t) }
 
 // recorder keeps the events of a bus for tests to wait on, including
 // events fired before the test looked for them.

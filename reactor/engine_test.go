@@ -13,19 +13,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/internal/testwait"
 	"github.com/halite-fleet/halite/render"
 	"github.com/halite-fleet/halite/targets"
 )
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, what, cond)
 }
 
 func writeFile(t *testing.T, dir, name, src string) string {

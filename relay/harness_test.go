@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/halite-fleet/halite/agent"
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/internal/testwait"
 	"github.com/halite-fleet/halite/master"
 	"github.com/halite-fleet/halite/master/api"
 	"github.com/halite-fleet/halite/protocol"
@@ -32,26 +32,10 @@ const waitTimeout = 30 * time.Second
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitTimeout, what)
-		}
-		<-tick.C
-	}
+	testwait.For(t, waitTimeout, what, cond)
 }
 
-func shortDir(t *testing.T) string {
-	t.Helper()
-	d, err := os.MkdirTemp("", "hr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	return d
-}
+func shortDir(t *testing.T) string { return testwait.ShortDir(t) }
 
 // runner runs a component's Run in a goroutine; stop cancels it and
 // returns its error.

@@ -13,6 +13,8 @@ import (
 
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/halite-fleet/halite/internal/testwait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -100,13 +102,7 @@ func (f *fake) ids() []string {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, 20*time.Second, what, cond)
 }
 
 func TestWorkerRetriesInOrderAndBuriesRefused(t *testing.T) {

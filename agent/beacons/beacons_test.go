@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/halite-fleet/halite/internal/testwait"
 )
 
 // fakeProc writes a proc tree with the given files.
@@ -257,13 +259,7 @@ func (c *collector) count(prefix string) int {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 20*time.Second, what, cond)
 }
 
 func TestManagerRuntimeChanges(t *testing.T) {

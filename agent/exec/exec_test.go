@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/halite-fleet/halite/agent/grains"
+	"github.com/halite-fleet/halite/internal/testwait"
 )
 
 func TestMain(m *testing.M) {
@@ -59,13 +60,7 @@ func run(t *testing.T, e *Executor, fun string, args []any, kwargs map[string]an
 // waitFor polls cond until it holds or a deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, what, cond)
 }
 
 func TestTestModule(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/halite-fleet/halite/engines"
 	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/internal/testwait"
 )
 
 func freePort(t *testing.T) int {
@@ -45,13 +46,7 @@ func run(t *testing.T, bus *event.Bus, conf []any, figures func() map[string]flo
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 30*time.Second, what, cond)
 }
 
 func TestWebhook(t *testing.T) {

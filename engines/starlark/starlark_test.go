@@ -18,6 +18,7 @@ import (
 
 	"github.com/halite-fleet/halite/engines"
 	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/internal/testwait"
 )
 
 // harness runs engines from files in a directory, as the master does.
@@ -85,13 +86,7 @@ func (h *harness) sentEvents() []event.Event {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 30*time.Second, what, cond)
 }
 
 func TestCountingEngine(t *testing.T) {
