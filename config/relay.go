@@ -26,9 +26,12 @@ type Relay struct {
 	// Heartbeat is the interval in seconds of the relay's heartbeat event
 	// (halite/relay/<id>/heartbeat); 0 turns it off. Default 60.
 	Heartbeat int
-	// Admit is how many device sessions per second the relay opens on its
-	// upstream link, so that a reconnect storm reaches the master at a
-	// bounded rate (default 2000).
+	// Admit is how many devices a second the relay lets in (default
+	// 2000): it bounds both the devices' QUIC handshakes (past it a device
+	// is refused at once, before any crypto, and tries again after a short
+	// random pause) and the device sessions it opens on its upstream link,
+	// so that a reconnect storm reaches the relay and the master at a
+	// bounded rate.
 	Admit int
 }
 

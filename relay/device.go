@@ -25,6 +25,15 @@ type device struct {
 
 	accepted atomic.Bool // the master accepted its key: jobs may go to it
 
+	// The master's acks wait here before they go down (see ackDelay):
+	// toAck is the highest seq acknowledged, ackSince when the oldest
+	// ack not yet forwarded came (unix nanoseconds; 0: none waits).
+	// ackMu orders the forwarding, so that acks go down in order.
+	ackMu    sync.Mutex
+	toAck    uint64
+	acked    uint64
+	ackSince atomic.Int64
+
 	mu       sync.Mutex
 	hello    *protocol.Hello // as forwarded (with Pub), grains kept current
 	up       *sender         // its stream on the link; nil while the link is down
@@ -47,6 +56,41 @@ func (d *device) attached() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.up != nil
+}
+
+// noteAck records the master's ack of the device's items up to seq, to be
+// forwarded with the next job or by ackLoop.
+func (d *device) noteAck(seq uint64, now time.Time) {
+	d.ackMu.Lock()
+	if seq > d.toAck {
+		d.toAck = seq
+		if d.ackSince.Load() == 0 {
+			d.ackSince.Store(now.UnixNano())
+		}
+	}
+	d.ackMu.Unlock()
+}
+
+// sendWithAck sends wire (whole frames; nil: nothing but the ack) to the
+// device, preceded in the same write by the ack that waits, if one does.
+func (d *device) sendWithAck(wire []byte) bool {
+	if d.ackSince.Load() == 0 {
+		return wire == nil || d.down.send(wire)
+	}
+	d.ackMu.Lock()
+	defer d.ackMu.Unlock()
+	if d.toAck <= d.acked {
+		return wire == nil || d.down.send(wire)
+	}
+	b, err := protocol.Encode(&protocol.Ack{Seq: d.toAck})
+	if err != nil {
+		return false
+	}
+	out := protocol.AppendFrame(make([]byte, 0, 4+len(b)+len(wire)), b)
+	out = append(out, wire...)
+	d.acked = d.toAck
+	d.ackSince.Store(0)
+	return d.down.send(out)
 }
 
 // detach forgets up as the device's upstream, if it still is.

@@ -205,7 +205,7 @@ func (r *Relay) fanOut(l *link, rj *protocol.Job) {
 				continue
 			}
 		}
-		if d.down.send(wire) {
+		if d.sendWithAck(wire) {
 			sent++
 		}
 	}
@@ -361,10 +361,10 @@ func (r *Relay) readUp(ctx context.Context, l *link, d *device, up *sender, s *q
 			if r.tamper != nil {
 				wire = r.tamper(protocol.TypeJob, wire)
 			}
-			d.down.send(wire)
+			d.sendWithAck(wire)
 		case *protocol.Ack:
 			r.store.ack(d, msg.Seq)
-			d.down.send(protocol.AppendFrame(nil, b))
+			d.noteAck(msg.Seq, time.Now())
 		case *protocol.Ping:
 			if pb, err := protocol.Encode(&protocol.Pong{Seq: msg.Seq}); err == nil {
 				up.send(protocol.AppendFrame(nil, pb))
@@ -376,6 +376,34 @@ func (r *Relay) readUp(ctx context.Context, l *link, d *device, up *sender, s *q
 			return
 		default:
 			d.log.Warn("unexpected message from the master for a device", zap.Stringer("type", msg.Type()))
+		}
+	}
+}
+
+// ackDelay is how long the master's ack of a device's returns and events
+// may wait at the relay for a job to that device to ride with, before it
+// goes down alone. A packet to a device costs the relay and the device
+// more than the bytes it carries (a send, a receive and QUIC's own ack of
+// it, each way); a device that gets jobs often has its acks with them, and
+// one that does not waits ackDelay longer to forget what it sent (it keeps
+// it in its spool meanwhile: nothing is lost).
+const ackDelay = 2 * time.Second
+
+// ackLoop forwards the acks that waited ackDelay, until ctx ends.
+func (r *Relay) ackLoop(ctx context.Context) error {
+	t := time.NewTicker(ackDelay / 8)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			old := now.Add(-ackDelay).UnixNano()
+			for _, d := range r.snapshot() {
+				if since := d.ackSince.Load(); since != 0 && since <= old {
+					d.sendWithAck(nil)
+				}
+			}
 		}
 	}
 }

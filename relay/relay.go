@@ -47,6 +47,13 @@ type Relay struct {
 	link  atomic.Pointer[link]
 	store store
 	admit *bucket // device sessions opened upstream, per second
+	// handshakes bounds the devices' QUIC handshakes a second: past it a
+	// device is refused at once (CONNECTION_REFUSED, before any crypto)
+	// and retries after a short random pause, so a reconnect storm costs
+	// the relay a bounded rate of handshakes that all finish, rather than
+	// more than it can do, most of which time out and are tried again.
+	handshakes *bucket
+	refused    atomic.Uint64 // handshakes refused for the rate, ever
 
 	wg sync.WaitGroup // device sessions and their goroutines
 
@@ -77,6 +84,9 @@ func New(o Options) (*Relay, error) {
 		devices: make(map[string]*device),
 		store:   store{max: int64(c.SpoolMax)},
 		admit:   newBucket(c.Admit, c.Admit),
+		// A burst of a quarter second's worth: a device that was
+		// refused comes back within about a second (agent/links.go).
+		handshakes: newBucket(c.Admit, max(c.Admit/4, 1)),
 	}
 	return r, nil
 }
@@ -105,7 +115,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer pc.Close() // the Transport does not close a conn it was given
 	tr := &quic.Transport{Conn: pc, StatelessResetKey: protocol.StatelessResetKey(r.o.Identity)}
 	defer tr.Close()
-	ln, err := tr.Listen(r.o.Identity.ServerTLS(), protocol.QUICConfig())
+	ln, err := tr.Listen(r.o.Identity.ServerTLS(), r.deviceQUICConfig())
 	if err != nil {
 		return fmt.Errorf("relay listen on %s: %w", addr, err)
 	}
@@ -119,6 +129,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	g.Go(func() error { return r.acceptDevices(gctx, ln) })
 	g.Go(func() error { return r.linkLoop(gctx) })
 	g.Go(func() error { return r.heartbeatLoop(gctx) })
+	g.Go(func() error { return r.ackLoop(gctx) })
 	g.Go(func() error {
 		<-gctx.Done()
 		ln.Close()
@@ -133,6 +144,25 @@ func (r *Relay) Run(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// errBusy refuses a device's handshake over the relay's rate.
+var errBusy = errors.New("relay: handshake rate reached")
+
+// deviceQUICConfig is the QUIC configuration of the device listener:
+// Halite's, with the handshake rate (relay: admit) applied before the
+// handshake begins.
+func (r *Relay) deviceQUICConfig() *quic.Config {
+	qc := protocol.QUICConfig()
+	plain := protocol.QUICConfig()
+	qc.GetConfigForClient = func(*quic.ClientInfo) (*quic.Config, error) {
+		if !r.handshakes.take(time.Now()) {
+			r.refused.Add(1)
+			return nil, errBusy
+		}
+		return plain, nil
+	}
+	return qc
 }
 
 // acceptDevices accepts device connections until ctx ends.
@@ -173,6 +203,7 @@ type Stats struct {
 	SpoolDropped   uint64 // items dropped for room, ever (their devices resent them)
 	DroppedDevices uint64 // devices disconnected for bad behaviour, ever
 	Throttled      uint64 // returns and events held back by event_rate, ever
+	Refused        uint64 // device handshakes refused for the admit rate, ever
 }
 
 // Stats returns the relay's counters now.
@@ -185,7 +216,8 @@ func (r *Relay) Stats() Stats {
 	}
 	b, items, dropped := r.store.stats()
 	return Stats{Devices: n, Upstream: r.link.Load() != nil, SpoolBytes: b, SpoolItems: items,
-		SpoolDropped: dropped, DroppedDevices: r.droppedDevices.Load(), Throttled: r.throttled.Load()}
+		SpoolDropped: dropped, DroppedDevices: r.droppedDevices.Load(), Throttled: r.throttled.Load(),
+		Refused: r.refused.Load()}
 }
 
 // event fires an event as the relay's agent.
@@ -220,7 +252,7 @@ func (r *Relay) heartbeatLoop(ctx context.Context) error {
 		r.event("halite/relay/"+r.o.Config.ID+"/heartbeat", map[string]any{
 			"devices": st.Devices, "upstream": st.Upstream, "spool_bytes": st.SpoolBytes,
 			"spool_items": st.SpoolItems, "spool_dropped": st.SpoolDropped, "devices_dropped": st.DroppedDevices,
-			"throttled": st.Throttled,
+			"throttled": st.Throttled, "handshakes_refused": st.Refused,
 		})
 	}
 }

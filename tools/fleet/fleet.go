@@ -56,6 +56,9 @@ type Fleet struct {
 	// verified remembers jobs whose signature was checked: every simulated
 	// device receives the same signed bytes, and N real devices would check
 	// them on N CPUs at once, not one after another on the simulator's.
+	errMu sync.Mutex
+	errs  map[string]int // why sessions ended or failed, counted
+
 	verifiedMu sync.Mutex
 	verified   map[string]*protocol.JobBody
 	wg         sync.WaitGroup
@@ -229,21 +232,33 @@ func (f *Fleet) Close() {
 
 func (f *Fleet) keepConnected(ctx context.Context, a *simAgent, addr *net.UDPAddr) {
 	backoff := 100 * time.Millisecond
+	refused := 0
 	for ctx.Err() == nil {
 		err := f.session(ctx, a, addr)
 		if ctx.Err() != nil {
 			return
 		}
+		f.noteErr(err)
 		var na notAccepted
 		var ended sessionEnded
+		var te *quic.TransportError
 		switch {
 		case errors.As(err, &na):
 			backoff = time.Second
 		case errors.As(err, &ended):
 			// A session that was up: start over from 1 s, as the
 			// agent does after a session that lived.
-			backoff = time.Second
+			backoff, refused = time.Second, 0
+		case errors.As(err, &te) && te.ErrorCode == quic.ConnectionRefused && refused < 4:
+			// Refused (busy): as the agent does (agent/links.go), try
+			// again after up to a second, four times, before backing off.
+			refused++
+			if !sleepCtx(ctx, time.Duration(rand.Int64N(int64(time.Second)))+100*time.Millisecond) {
+				return
+			}
+			continue
 		}
+		refused = 0
 		d := time.Duration(rand.Int64N(int64(backoff))) + 10*time.Millisecond
 		select {
 		case <-ctx.Done():
@@ -253,6 +268,44 @@ func (f *Fleet) keepConnected(ctx context.Context, a *simAgent, addr *net.UDPAdd
 		if backoff *= 2; backoff > f.opts.MaxBackoff {
 			backoff = f.opts.MaxBackoff
 		}
+	}
+}
+
+// noteErr counts why a session ended or could not start.
+func (f *Fleet) noteErr(err error) {
+	if err == nil {
+		return
+	}
+	msg := err.Error()
+	if len(msg) > 90 {
+		msg = msg[:90]
+	}
+	f.errMu.Lock()
+	if f.errs == nil {
+		f.errs = map[string]int{}
+	}
+	f.errs[msg]++
+	f.errMu.Unlock()
+}
+
+// Errors returns why sessions ended or failed so far, counted, and
+// forgets them.
+func (f *Fleet) Errors() map[string]int {
+	f.errMu.Lock()
+	defer f.errMu.Unlock()
+	e := f.errs
+	f.errs = nil
+	return e
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -336,6 +389,9 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 		m, err := fr.Read()
 		if err != nil {
 			return sessionEnded{err}
+		}
+		if e, ok := m.(*protocol.Error); ok {
+			return sessionEnded{e.Err()}
 		}
 		job, ok := m.(*protocol.Job)
 		if !ok {

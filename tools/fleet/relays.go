@@ -26,10 +26,11 @@ type Relays struct {
 }
 
 // StartRelays starts n relays, named relay-00.., for the master at
-// master, each for up to maxDevices devices; listen, if set, gives their
+// master, each for up to maxDevices devices and admitting admit devices a
+// second (relay: admit; 0: the default); listen, if set, gives their
 // addresses (a restart on the same ports), else they take free ports. It
 // returns once they all listen.
-func StartRelays(root, master string, n, maxDevices int, listen []string) (*Relays, error) {
+func StartRelays(root, master string, n, maxDevices, admit int, listen []string) (*Relays, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	g, gctx := errgroup.WithContext(ctx)
 	rs := &Relays{cancel: cancel, done: make(chan error, 1)}
@@ -46,7 +47,9 @@ func StartRelays(root, master string, n, maxDevices int, listen []string) (*Rela
 		cfg.Relay = config.DefaultRelay()
 		cfg.Relay.MaxDevices = min(max(maxDevices, 1), config.MaxRelayDevices)
 		cfg.Relay.Heartbeat = 0
-		cfg.Relay.Admit = 5000
+		if admit > 0 {
+			cfg.Relay.Admit = admit
+		}
 		addr := "127.0.0.1:0"
 		if i < len(listen) {
 			addr = listen[i]

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -45,11 +46,16 @@ func main() {
 	child := flag.Bool("relay-child", false, "internal: run relays for the parent fleetsim")
 	master := flag.String("master", "", "internal: -relay-child's master address")
 	per := flag.Int("per", 0, "internal: -relay-child's devices per relay")
+	admit := flag.Int("admit", 0, "with -relays: each relay's admit rate, devices a second (0: the relays' share of what this machine's cores handshake, about 1500 a second over all)")
 	root := flag.String("root", "", "internal: -relay-child's directory")
 	listen := flag.String("listen", "", "internal: -relay-child's addresses")
 	flag.Parse()
+	if a := os.Getenv("FLEETSIM_PPROF"); a != "" && !*child {
+		// Profiling the simulator and its master: go tool pprof http://<a>/debug/pprof/profile
+		go http.ListenAndServe(a, nil)
+	}
 	if *child {
-		if err := relayChild(*master, *root, *listen, *relays, *per); err != nil {
+		if err := relayChild(*master, *root, *listen, *relays, *per, *admit); err != nil {
 			fmt.Fprintln(os.Stderr, "fleetsim relays:", err)
 			os.Exit(1)
 		}
@@ -64,7 +70,7 @@ func main() {
 		for _, s := range strings.Split(*ns, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(s))
 			if err == nil && n > 0 {
-				err = measureRelays(n, *relays, *rounds, *warmup, *storm, *ramp, *asJSON)
+				err = measureRelays(n, *relays, *rounds, *warmup, *storm, *ramp, relayAdmit(*admit, *relays), *asJSON)
 			} else {
 				err = fmt.Errorf("bad fleet size %q", s)
 			}
@@ -221,4 +227,17 @@ func round(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
 	}
+}
+
+// relayAdmit is the admit rate each of r relays gets: a, or by default
+// their share of the handshakes this machine can complete in a second
+// while it also runs the simulated devices and the master (about 1500 on
+// two cores; a relay on a VM of its own does more: relay: admit defaults
+// to 2000). Admitting more than the machine can finish makes handshakes
+// time out and start again, which only adds work.
+func relayAdmit(a, r int) int {
+	if a > 0 {
+		return a
+	}
+	return max(1500*runtime.NumCPU()/2/r, 50)
 }

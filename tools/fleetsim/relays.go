@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -32,16 +34,24 @@ type relayReport struct {
 	MaxMS             float64 `json:"max_ms"`
 	RelayRSSMiB       float64 `json:"relays_rss_mib"`
 	RelayKiBPerDevice float64 `json:"relay_kib_per_device"`
-	Storm             string  `json:"storm,omitempty"`
-	StormS            float64 `json:"storm_all_back_s,omitempty"`
-	StormPingMS       float64 `json:"storm_first_ping_ms,omitempty"`
+	// CPU time per round (all rounds, warm-up included), of this process
+	// (simulated devices and master) and of the relays' process: steadier
+	// than wall times on a shared machine.
+	// CPU time per device connected, the same way.
+	ConnSimCPUMS   float64 `json:"connect_sim_master_cpu_ms_per_device"`
+	ConnRelayCPUMS float64 `json:"connect_relays_cpu_ms_per_device"`
+	SimCPUMS       float64 `json:"sim_master_cpu_ms_per_round"`
+	RelayCPUMS     float64 `json:"relays_cpu_ms_per_round"`
+	Storm          string  `json:"storm,omitempty"`
+	StormS         float64 `json:"storm_all_back_s,omitempty"`
+	StormPingMS    float64 `json:"storm_first_ping_ms,omitempty"`
 }
 
 // measureRelays runs a master here, r relays in a child process (so that
 // their memory is their own) and n simulated devices spread over them,
 // times rounds of test.ping to all, and with storm kills the relays' process
 // and restarts it on the same ports, timing until every device is back.
-func measureRelays(n, r, rounds, warmup int, storm string, ramp int, asJSON bool) error {
+func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJSON bool) error {
 	root, err := os.MkdirTemp("", "fleetsim")
 	if err != nil {
 		return err
@@ -60,12 +70,17 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp int, asJSON bool
 	}
 	defer m.Stop()
 	per := (n + r - 1) / r
-	child, addrs, err := startRelayChild(root, m.Addr().String(), r, per, nil)
+	child, addrs, err := startRelayChild(root, m.Addr().String(), r, per, admit, nil)
 	if err != nil {
 		return err
 	}
-	defer func() { stopChild(child) }()
+	defer func() {
+		if child != nil {
+			stopChild(child)
+		}
+	}()
 	rss0 := rssKiB(child.Process.Pid)
+	simCPU0, relayCPU0 := cpuTime(os.Getpid()), cpuTime(child.Process.Pid)
 	start := time.Now()
 	f, err := fleet.Start("", fleet.Options{N: n, MasterFP: m.Fingerprint(), Addrs: addrs, Ramp: ramp, Seed: opts.Seed})
 	if err != nil {
@@ -80,11 +95,13 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp int, asJSON bool
 		return err
 	}
 	connect := time.Since(start)
+	connSimCPU, connRelayCPU := cpuTime(os.Getpid())-simCPU0, cpuTime(child.Process.Pid)-relayCPU0
 	rss1 := rssKiB(child.Process.Pid)
 	// A round in which some device did not return (its session was being
 	// re-established when the job went out) is counted, not timed.
 	var times []time.Duration
 	failed := 0
+	simCPU0, relayCPU0 = cpuTime(os.Getpid()), cpuTime(child.Process.Pid)
 	for i := 0; i < warmup+rounds; i++ {
 		d, err := ping(ctx, m.Config.SocketPath(), "sim-*", n)
 		var inc *incomplete
@@ -106,7 +123,10 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp int, asJSON bool
 		return fmt.Errorf("no round had every device return (%d incomplete)", failed)
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
-	rep := relayReport{Devices: n, Relays: r, Rounds: len(times), Incomplete: failed, ConnectS: connect.Seconds(),
+	all := float64(warmup + rounds)
+	simCPU, relayCPU := cpuTime(os.Getpid())-simCPU0, cpuTime(child.Process.Pid)-relayCPU0
+	rep := relayReport{SimCPUMS: ms(simCPU) / all, RelayCPUMS: ms(relayCPU) / all,
+		ConnSimCPUMS: ms(connSimCPU) / float64(n), ConnRelayCPUMS: ms(connRelayCPU) / float64(n), Devices: n, Relays: r, Rounds: len(times), Incomplete: failed, ConnectS: connect.Seconds(),
 		P50MS: ms(pct(times, 50)), P99MS: ms(pct(times, 99)), MinMS: ms(times[0]), MaxMS: ms(times[len(times)-1]),
 		RelayRSSMiB: float64(rss1) / 1024, RelayKiBPerDevice: float64(rss1-rss0) / float64(n)}
 	if storm != "" {
@@ -120,7 +140,7 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp int, asJSON bool
 		} else {
 			stopChild(child)
 		}
-		child, _, err = startRelayChild(root, m.Addr().String(), r, per, addrs)
+		child, _, err = startRelayChild(root, m.Addr().String(), r, per, admit, addrs)
 		if err != nil {
 			return fmt.Errorf("restart relays: %w", err)
 		}
@@ -155,11 +175,16 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func waitBack(ctx context.Context, f *fleet.Fleet, n int, t time.Time) error {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
+	last := time.Now()
 	for f.ReconnectedSince(t) < n {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%d of %d devices back: %w", f.ReconnectedSince(t), n, ctx.Err())
 		case <-tick.C:
+		}
+		if time.Since(last) >= 2*time.Second {
+			last = time.Now()
+			fmt.Fprintf(os.Stderr, "fleetsim: storm: %d of %d devices back after %s%s\n", f.ReconnectedSince(t), n, round(time.Since(t)), topErrors(f))
 		}
 	}
 	return nil
@@ -167,13 +192,13 @@ func waitBack(ctx context.Context, f *fleet.Fleet, n int, t time.Time) error {
 
 // startRelayChild runs this program with -relay-child and reads the
 // relays' addresses from its first line of output.
-func startRelayChild(root, master string, r, per int, listen []string) (*exec.Cmd, []string, error) {
+func startRelayChild(root, master string, r, per, admit int, listen []string) (*exec.Cmd, []string, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, nil, err
 	}
 	cmd := exec.Command(exe, "-relay-child", "-master", master, "-relays", strconv.Itoa(r),
-		"-per", strconv.Itoa(per), "-root", filepath.Join(root, "relays"), "-listen", strings.Join(listen, ","))
+		"-per", strconv.Itoa(per), "-admit", strconv.Itoa(admit), "-root", filepath.Join(root, "relays"), "-listen", strings.Join(listen, ","))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -217,6 +242,26 @@ func stopChild(cmd *exec.Cmd) {
 	}
 }
 
+// cpuTime is a process's user and system CPU time so far.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name may hold spaces: fields count from after its ")".
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
 // rssKiB is a process's resident set size.
 func rssKiB(pid int) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -236,12 +281,16 @@ func rssKiB(pid int) int64 {
 }
 
 // relayChild is -relay-child: run relays until stdin closes or a signal.
-func relayChild(master, root, listen string, r, per int) error {
+func relayChild(master, root, listen string, r, per, admit int) error {
 	var addrs []string
 	if listen != "" {
 		addrs = strings.Split(listen, ",")
 	}
-	rs, err := fleet.StartRelays(root, master, r, per, addrs)
+	if a := os.Getenv("FLEETSIM_RELAY_PPROF"); a != "" {
+		// Profiling the relays: go tool pprof http://<a>/debug/pprof/heap
+		go http.ListenAndServe(a, nil)
+	}
+	rs, err := fleet.StartRelays(root, master, r, per, admit, addrs)
 	if err != nil {
 		return err
 	}
@@ -279,7 +328,30 @@ func waitConnected(ctx context.Context, f *fleet.Fleet, n int, start time.Time) 
 		case err := <-done:
 			return err
 		case <-tick.C:
-			fmt.Fprintf(os.Stderr, "fleetsim: %d of %d devices connected after %s\n", f.Connected(), n, round(time.Since(start)))
+			fmt.Fprintf(os.Stderr, "fleetsim: %d of %d devices connected after %s%s\n", f.Connected(), n, round(time.Since(start)), topErrors(f))
 		}
 	}
+}
+
+// topErrors tells the commonest reasons sessions failed since it was
+// last called, for the progress lines.
+func topErrors(f *fleet.Fleet) string {
+	errs := f.Errors()
+	type kv struct {
+		k string
+		n int
+	}
+	var all []kv
+	for k, n := range errs {
+		all = append(all, kv{k, n})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].n > all[j].n })
+	var b strings.Builder
+	for i, e := range all {
+		if i == 3 {
+			break
+		}
+		fmt.Fprintf(&b, "\n  %6d× %s", e.n, e.k)
+	}
+	return b.String()
 }
