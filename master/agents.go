@@ -276,7 +276,7 @@ func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, v
 			return fail(protocol.KindBadSig, err.Error())
 		}
 	}
-	dec, err := m.keys.Check(hello.ID, s.pub)
+	dec, err := m.keys.Check(hello.ID, s.pub, via)
 	if err != nil {
 		return fail(protocol.KindOther, "key store: "+err.Error())
 	}
