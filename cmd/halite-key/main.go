@@ -203,7 +203,7 @@ func run(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writ
 		var ids []any
 		lst, _ := all[st].([]any)
 		for _, v := range lst {
-			if id, _ := v.(string); targets.MatchGlob(o.match, id) {
+			if id, _ := v.(string); matchKey(o.match, id) {
 				ids = append(ids, id)
 			}
 		}
@@ -301,6 +301,17 @@ func viaSuffix(state, id string, relays map[string]any, sep string) string {
 		return sep + "(via " + fmt.Sprint(r) + ")"
 	}
 	return ""
+}
+
+// matchKey reports whether id matches salt-key's match expression: a glob
+// or a comma-separated list of globs, as the master's key store reads it.
+func matchKey(match, id string) bool {
+	for g := range strings.SplitSeq(match, ",") {
+		if g = strings.TrimSpace(g); g != "" && targets.MatchGlob(g, id) {
+			return true
+		}
+	}
+	return false
 }
 
 func sortedKeys(m map[string]any) []string {
