@@ -355,10 +355,10 @@ func TestRelayImpostor(t *testing.T) {
 }
 
 // TestRelayKeyLifecycle: acceptance, deletion and rejection of a device's
-// key reach the device through its relay as they reach a direct agent:
-// accepted, it runs jobs; deleted, the master drops its session and it
-// comes back pending (through the relay, as halite-key shows); rejected,
-// it stays out; deleted and accepted again, it works.
+// key reach the device through its relay as they reach a direct agent
+// (x1, beside it): accepted, it runs jobs; deleted, the master drops its
+// session and it comes back pending (through the relay, as halite-key
+// shows); rejected, it stays out; deleted and accepted again, it works.
 func TestRelayKeyLifecycle(t *testing.T) {
 	c := newCluster(t, "")
 	c.startMaster()
@@ -366,27 +366,34 @@ func TestRelayKeyLifecycle(t *testing.T) {
 	c.startAgent("r1", relayConf(rPort))
 	c.acceptAll("r1")
 	c.startBehind("d1", rPort, "")
+	c.startAgent("x1", "")
 	pendingVia := func() bool {
 		keys := c.keyList()
 		relays, _ := keys["relays"].(map[string]any)
 		return listed(keys, "minions_pre", "d1") && relays["d1"] == "r1"
 	}
-	waitFor(t, 30*time.Second, "d1 pending via r1", pendingVia)
-	if r := c.cli("halite-key", "-a", "d1", "-y"); r.code != 0 {
-		t.Fatalf("halite-key -a d1: exit %d %s%s", r.code, r.stdout, r.stderr)
+	bothPending := func() bool {
+		keys := c.keyList()
+		relays, _ := keys["relays"].(map[string]any)
+		return listed(keys, "minions_pre", "d1") && relays["d1"] == "r1" &&
+			listed(keys, "minions_pre", "x1") && len(relays) == 1
 	}
-	c.waitUp("d1")
-	if m, r := c.jsonOut("halite", "d1", "test.ping"); m["d1"] != true {
-		t.Fatalf("test.ping d1 accepted: %v\n%s", m, r.stderr)
+	waitFor(t, 30*time.Second, "d1 pending via r1, x1 pending", bothPending)
+	if r := c.cli("halite-key", "-a", "d1,x1", "-y"); r.code != 0 {
+		t.Fatalf("halite-key -a d1,x1: exit %d %s%s", r.code, r.stdout, r.stderr)
+	}
+	c.waitUp("d1", "x1")
+	if m, r := c.jsonOut("halite", "-L", "d1,x1", "test.ping"); m["d1"] != true || m["x1"] != true {
+		t.Fatalf("test.ping d1,x1 accepted: %v\n%s", m, r.stderr)
 	}
 
-	// Deleted: dropped, and back as pending through the relay.
-	if r := c.cli("halite-key", "-d", "d1", "-y"); r.code != 0 {
-		t.Fatalf("halite-key -d d1: exit %d %s%s", r.code, r.stdout, r.stderr)
+	// Deleted: dropped, and back as pending (d1 through the relay), both.
+	if r := c.cli("halite-key", "-d", "d1,x1", "-y"); r.code != 0 {
+		t.Fatalf("halite-key -d d1,x1: exit %d %s%s", r.code, r.stdout, r.stderr)
 	}
-	waitFor(t, 30*time.Second, "d1 pending via r1 again after its key was deleted", pendingVia)
-	if r := c.cli("halite-run", "manage.up", "--out", "json"); strings.Contains(r.stdout, `"d1"`) {
-		t.Errorf("manage.up after d1's key was deleted: %s", r.stdout)
+	waitFor(t, 30*time.Second, "d1 (via r1) and x1 pending again after their keys were deleted", bothPending)
+	if r := c.cli("halite-run", "manage.up", "--out", "json"); strings.Contains(r.stdout, `"d1"`) || strings.Contains(r.stdout, `"x1"`) {
+		t.Errorf("manage.up after the keys of d1 and x1 were deleted: %s", r.stdout)
 	}
 
 	// Rejected: it stays out.
