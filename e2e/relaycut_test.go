@@ -126,7 +126,8 @@ type heartbeat struct {
 // devices behind it and they fire events. The relay holds what they send
 // (its heartbeats, which wait in its own agent's spool, say so), its link
 // drops and comes back, and then every return arrives and every event
-// arrives once, in order. A job published during the cut does not reach
+// arrives once, in order, including those sent just before the cut, which
+// the relay sends again. A job published during the cut does not reach
 // the devices (halite says they did not return, as Salt words it); one
 // published after works.
 func TestRelayUpstreamCut(t *testing.T) {
@@ -155,21 +156,29 @@ func TestRelayUpstreamCut(t *testing.T) {
 		return len(running) == 3
 	})
 
-	hop.cut.Store(true)
-	cutAt := time.Now()
-	// The devices fire events while the upstream is cut; their returns
-	// come during the cut too (test.sleep 3).
+	// The devices fire an event just before the cut (it reaches the
+	// master; its ack may not reach the relay, which then sends it again
+	// after the cut) and two while the upstream is cut; their returns come
+	// during the cut too (test.sleep 3).
 	const perDevice = 3
-	for n := 1; n <= perDevice; n++ {
+	fire := func(n int) {
+		t.Helper()
 		for _, id := range devs {
 			if r := runCmd(t, "halite-call", "-c", c.agentDir(id), "event.send", "e2e/cut/"+id, fmt.Sprintf(`{"n": %d}`, n)); r.code != 0 {
-				t.Fatalf("halite-call event.send on %s during the cut: exit %d, %s", id, r.code, r.stderr)
+				t.Fatalf("halite-call event.send on %s (n=%d): exit %d, %s", id, n, r.code, r.stderr)
 			}
 		}
 	}
+	fire(1)
+	ended, up := strings.Count(relay.output(), "upstream link ended"), strings.Count(relay.output(), "upstream link up")
+	hop.cut.Store(true)
+	cutAt := time.Now()
+	for n := 2; n <= perDevice; n++ {
+		fire(n)
+	}
 	// QUIC's idle timeout (15 s) ends the link on both sides.
 	waitFor(t, 30*time.Second, "r1 to see its upstream link end", func() bool {
-		return strings.Contains(relay.output(), "upstream link ended")
+		return strings.Count(relay.output(), "upstream link ended") > ended
 	})
 	waitFor(t, 30*time.Second, "the master to see the devices go", func() bool {
 		r := c.cli("halite-run", "manage.down", "--out", "json")
@@ -231,7 +240,7 @@ func TestRelayUpstreamCut(t *testing.T) {
 			if !hb.Upstream && hb.SpoolItems > 0 && hb.Devices == 3 {
 				during = true
 			}
-			if hb.Upstream && hb.SpoolItems == 0 && hb.SpoolBytes == 0 && hb.Devices == 3 && total == perDevice*len(devs) {
+			if hb.Upstream && hb.SpoolItems == 0 && hb.SpoolBytes == 0 && hb.Devices == 3 && total >= perDevice*len(devs) {
 				after = true
 			}
 		}
@@ -244,8 +253,8 @@ func TestRelayUpstreamCut(t *testing.T) {
 			t.Errorf("events of %s after the cut: n = %s, want [1 2 3] (each once, in order)", id, g)
 		}
 	}
-	if n := strings.Count(relay.output(), "upstream link up"); n < 2 {
-		t.Errorf("r1 logged its upstream link up %d times, want at least 2 (the link dropped and came back)", n)
+	if n := strings.Count(relay.output(), "upstream link up"); n <= up {
+		t.Errorf("r1 logged its upstream link up %d times, %d before the cut: want it back after the cut", n, up)
 	}
 
 	// The job of the cut never ran; a new one works.
