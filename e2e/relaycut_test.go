@@ -237,7 +237,7 @@ func TestRelayUpstreamCut(t *testing.T) {
 				t.Fatalf("event %s: %v", tag, err)
 			}
 			hb := ev.Data
-			if !hb.Upstream && hb.SpoolItems > 0 && hb.Devices == 3 {
+			if !hb.Upstream && hb.SpoolItems > 0 && hb.SpoolBytes > 0 && hb.Devices == 3 {
 				during = true
 			}
 			if hb.Upstream && hb.SpoolItems == 0 && hb.SpoolBytes == 0 && hb.Devices == 3 && total >= perDevice*len(devs) {
