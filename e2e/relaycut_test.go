@@ -25,9 +25,10 @@ type udpHop struct {
 	cut     atomic.Bool
 	dropped atomic.Int64
 
-	mu    sync.Mutex
-	flows map[string]*net.UDPConn
-	wg    sync.WaitGroup
+	mu     sync.Mutex
+	flows  map[string]*net.UDPConn
+	closed bool // no more flows
+	wg     sync.WaitGroup
 }
 
 // newUDPHop starts a hop to the master at to; the test's cleanup stops it.
@@ -47,6 +48,7 @@ func newUDPHop(t *testing.T, to string) *udpHop {
 	t.Cleanup(func() {
 		ln.Close()
 		h.mu.Lock()
+		h.closed = true
 		for _, c := range h.flows {
 			c.Close()
 		}
@@ -74,6 +76,10 @@ func (h *udpHop) forward() {
 		h.mu.Lock()
 		up, ok := h.flows[from.String()]
 		if !ok {
+			if h.closed {
+				h.mu.Unlock()
+				return
+			}
 			if up, err = net.DialUDP("udp", nil, h.to); err != nil {
 				h.mu.Unlock()
 				continue
@@ -123,9 +129,9 @@ type heartbeat struct {
 
 // TestRelayUpstreamCut: the WAN between a relay and its master (here a
 // udpHop) goes silent for longer than QUIC's idle timeout while a job runs
-// on the devices behind it and they fire events. The relay holds what they send
-// (its heartbeats, which wait in its own agent's spool, say so), its link
-// drops and comes back, and then every return arrives and every event
+// on the devices behind it and they fire events. The relay holds what they
+// send (its heartbeats, which wait in its own agent's spool, say so), its
+// link drops and comes back, and then every return arrives and every event
 // arrives once, in order, including those sent just before the cut, which
 // the relay sends again. A job published during the cut does not reach
 // the devices (halite says they did not return, as Salt words it); one
