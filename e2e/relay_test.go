@@ -48,7 +48,18 @@ func TestRelays(t *testing.T) {
 		pre, _ := keys["minions_pre"].([]any)
 		return len(pre) == 3
 	})
+	// halite-key names the relay each pending key came through.
+	keys, r := c.jsonOut("halite-key", "-L")
+	if got, want := fmt.Sprint(keys["relays"]), "map[d1:r1 d2:r1 d3:r2]"; got != want {
+		t.Errorf("halite-key -L --out json: relays %s, want %s\n%s", got, want, r.stdout)
+	}
+	if r = c.cli("halite-key", "-l", "un"); r.stdout != "Unaccepted Keys:\nd1 (via r1)\nd2 (via r1)\nd3 (via r2)\n" {
+		t.Errorf("halite-key -l un: got %q, want the relays marked", r.stdout)
+	}
 	c.acceptAll("r1", "r2", "d1", "d2", "d3")
+	if keys, r := c.jsonOut("halite-key", "-L"); keys["relays"] != nil {
+		t.Errorf("halite-key -L --out json after acceptance: relays %v, want none\n%s", keys["relays"], r.stdout)
+	}
 
 	m, r := c.jsonOut("halite", "*", "test.ping")
 	for _, id := range []string{"r1", "r2", "d1", "d2", "d3"} {

@@ -62,6 +62,9 @@ type session struct {
 	toAck  atomic.Uint64 // the highest seq stored or published, to acknowledge
 	acked  uint64        // the highest seq acknowledged; only ackLoop touches it
 	relay  *relayLink    // the relay the agent is behind; nil: a direct connection
+	// handled: the highest seq handled by the session this one resumes
+	// (registry.attach); items up to it are acknowledged, not handled again.
+	handled uint64
 }
 
 // send sends a frame body to the agent without blocking; sendWire does
@@ -122,6 +125,19 @@ func (s *session) ack(seq uint64) {
 			return
 		}
 	}
+}
+
+// replayed reports whether seq was handled by the session s resumes (sent
+// again by a relay that did not get its ack); it is acknowledged again.
+func (s *session) replayed(seq uint64) bool {
+	if seq == 0 || seq > s.handled {
+		return false
+	}
+	s.ack(seq)
+	if ce := s.log.Check(zap.DebugLevel, "item handled before the relay's link dropped; not handled again"); ce != nil {
+		ce.Write(zap.Uint64("seq", seq))
+	}
+	return true
 }
 
 // flushAck sends the session's pending acknowledgement, if any.
@@ -276,7 +292,7 @@ func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, v
 			return fail(protocol.KindBadSig, err.Error())
 		}
 	}
-	dec, err := m.keys.Check(hello.ID, s.pub)
+	dec, err := m.keys.Check(hello.ID, s.pub, via)
 	if err != nil {
 		return fail(protocol.KindOther, "key store: "+err.Error())
 	}
@@ -434,6 +450,9 @@ func (m *Master) handle(ctx context.Context, s *session, msg protocol.Message) e
 		if err != nil {
 			return err
 		}
+		if s.replayed(msg.Seq) {
+			return nil
+		}
 		if err := m.handleReturn(b, msg.Body, s.rets); err != nil {
 			// Not acked: the agent keeps it and sends it again on its
 			// next connection.
@@ -448,6 +467,9 @@ func (m *Master) handle(ctx context.Context, s *session, msg protocol.Message) e
 		b, err := msg.OpenWith(pub, s.mac, s.id)
 		if err != nil {
 			return err
+		}
+		if s.replayed(msg.Seq) {
+			return nil
 		}
 		if event.ReservedForMaster(b.Tag) {
 			// Refused and logged, but not a reason to drop the agent.

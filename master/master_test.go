@@ -533,3 +533,42 @@ func TestJobOutlivesConnection(t *testing.T) {
 		t.Errorf("jobs.lookup_jid after a reconnect (-want +got):\n%s", d)
 	}
 }
+
+// TestWheelKeysRelays: the key listings name the relay a pending key came
+// through, beside Salt's four lists and only for pending keys.
+func TestWheelKeysRelays(t *testing.T) {
+	tm := startMaster(t, nil, nil)
+	for _, k := range []struct{ id, via string }{{"d1", "r1"}, {"d2", ""}, {"d3", "r2"}} {
+		id, err := protocol.GenerateIdentity()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tm.keys.Check(k.id, id.Pub, k.via); err != nil {
+			t.Fatalf("Check %s: %v", k.id, err)
+		}
+	}
+	if _, err := tm.keys.Accept("d3", false, false); err != nil {
+		t.Fatal(err)
+	}
+	relays := map[string]any{"d1": "r1"}
+	want := map[string]any{
+		"minions": []any{"d3"}, "minions_pre": []any{"d1", "d2"}, "minions_rejected": []any{}, "minions_denied": []any{},
+		"relays": relays,
+	}
+	if d := cmp.Diff(want, tm.wheel(t, "key.list_all")); d != "" {
+		t.Errorf("key.list_all (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(map[string]any{"minions_pre": []any{"d1", "d2"}, "relays": relays}, tm.wheel(t, "key.list", "un")); d != "" {
+		t.Errorf("key.list un (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(map[string]any{"minions": []any{"d3"}}, tm.wheel(t, "key.list", "acc")); d != "" {
+		t.Errorf("key.list acc (-want +got):\n%s", d)
+	}
+	f := dict(t, tm.wheel(t, "key.finger", "d*"))
+	if d := cmp.Diff(relays, f["relays"]); d != "" {
+		t.Errorf("key.finger d* relays (-want +got):\n%s", d)
+	}
+	if f = dict(t, tm.wheel(t, "key.finger", "d2")); f["relays"] != nil {
+		t.Errorf("key.finger d2: got relays %v, want none", f["relays"])
+	}
+}

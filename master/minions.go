@@ -1,6 +1,7 @@
 package master
 
 import (
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"os"
@@ -26,6 +27,16 @@ type registry struct {
 	sessions map[string]*session
 	// presence since the last presence tick
 	joined, left map[string]bool
+	// handled is, for a device behind a relay whose session ended, what
+	// that session handled (see attach).
+	handled map[string]handledMark
+}
+
+// handledMark is the highest seq a relayed device's session stored or
+// published, and the session's MAC key.
+type handledMark struct {
+	mac []byte
+	seq uint64
 }
 
 func newRegistry(dir string, log *zap.Logger) (*registry, error) {
@@ -35,6 +46,7 @@ func newRegistry(dir string, log *zap.Logger) (*registry, error) {
 		sessions: make(map[string]*session),
 		joined:   make(map[string]bool),
 		left:     make(map[string]bool),
+		handled:  make(map[string]handledMark),
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("make minion cache: %w", err)
@@ -98,6 +110,7 @@ func (r *registry) setGrains(id string, g map[string]any) {
 func (r *registry) forget(id string) {
 	r.mu.Lock()
 	delete(r.grains, id)
+	delete(r.handled, id)
 	r.mu.Unlock()
 	if err := os.Remove(filepath.Join(r.dir, id+".grains")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		r.log.Warn("remove cached grains", zap.String("id", id), zap.Error(err))
@@ -105,10 +118,22 @@ func (r *registry) forget(id string) {
 }
 
 // attach makes s the live session of its minion and returns the session it
-// replaces, if any.
+// replaces, if any. A relay whose link to the master dropped resumes its
+// devices' sessions on the next link with their Hellos as they were, which
+// agree the same MAC key, and sends again what the master had not
+// acknowledged: the acks of what it handled last may have been lost with
+// the link. When s resumes the last session of its device (same MAC key),
+// s.handled is set to what that session handled, so that it is not
+// published twice.
 func (r *registry) attach(s *session) (old *session) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if m, ok := r.handled[s.id]; ok {
+		delete(r.handled, s.id)
+		if s.relay != nil && s.mac != nil && subtle.ConstantTimeCompare(m.mac, s.mac) == 1 {
+			s.handled = m.seq
+		}
+	}
 	old = r.sessions[s.id]
 	r.sessions[s.id] = s
 	if old == nil {
@@ -126,6 +151,9 @@ func (r *registry) detach(s *session) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sessions[s.id] == s {
+		if s.relay != nil && s.mac != nil {
+			r.handled[s.id] = handledMark{mac: s.mac, seq: s.toAck.Load()}
+		}
 		delete(r.sessions, s.id)
 		if r.joined[s.id] {
 			delete(r.joined, s.id)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/halite-fleet/halite/event"
 	"github.com/halite-fleet/halite/master/api"
+	"github.com/halite-fleet/halite/master/keys"
 	"github.com/halite-fleet/halite/protocol"
 	"github.com/halite-fleet/halite/targets"
 )
@@ -46,7 +47,24 @@ func (m *Master) wheelListAll(context.Context, *api.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return stringLists(all), nil
+	return m.withRelays(stringLists(all), all[keys.DirPending]), nil
+}
+
+// withRelays adds to a key listing, under keys.RelaysKey, the relay each
+// of the pending ids came through, if any did: Salt's four keys keep
+// their shape, and a consumer that does not know this one is unaffected.
+func (m *Master) withRelays(out map[string]any, pendingIDs []string) map[string]any {
+	via := m.keys.PendingVia()
+	relays := map[string]any{}
+	for _, id := range pendingIDs {
+		if r, ok := via[id]; ok {
+			relays[id] = r
+		}
+	}
+	if len(relays) > 0 {
+		out[keys.RelaysKey] = relays
+	}
+	return out
 }
 
 // keyStates maps salt-key's state names and abbreviations to the store's.
@@ -68,13 +86,17 @@ func (m *Master) wheelList(_ context.Context, req *api.Request) (any, error) {
 		return nil, err
 	}
 	if state == "all" {
-		return stringLists(all), nil
+		return m.withRelays(stringLists(all), all[keys.DirPending]), nil
 	}
 	k, ok := keyStates[strings.ToLower(state)]
 	if !ok {
 		return nil, badRequest("key.list: unknown key state %q (accepted, pending, rejected, denied or all)", state)
 	}
-	return map[string]any{k: toAnyList(all[k])}, nil
+	out := map[string]any{k: toAnyList(all[k])}
+	if k == keys.DirPending {
+		m.withRelays(out, all[k])
+	}
+	return out, nil
 }
 
 func (m *Master) wheelAccept(_ context.Context, req *api.Request) (any, error) {
@@ -184,7 +206,11 @@ func (m *Master) wheelFinger(_ context.Context, req *api.Request) (any, error) {
 		}
 		out[state] = mm
 	}
-	return out, nil
+	pre := make([]string, 0, len(f[keys.DirPending]))
+	for id := range f[keys.DirPending] {
+		pre = append(pre, id)
+	}
+	return m.withRelays(out, pre), nil
 }
 
 func toAnyList(ss []string) []any {
@@ -266,7 +292,7 @@ func (m *Master) wheelGenAccept(ctx context.Context, req *api.Request) (any, err
 	if err != nil {
 		return nil, fmt.Errorf("key.gen_accept: %w", err)
 	}
-	if _, err := m.keys.Check(id, pub); err != nil {
+	if _, err := m.keys.Check(id, pub, ""); err != nil {
 		return nil, fmt.Errorf("key.gen_accept: %w", err)
 	}
 	if _, err := m.keys.Accept(id, false, false); err != nil {

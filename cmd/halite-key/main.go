@@ -1,6 +1,10 @@
 // Command halite-key manages the master's agent keys, like salt-key:
 //
 //	halite-key -L | -l STATE | -a GLOB | -A | -r GLOB | -R | -d GLOB | -D | -f GLOB | -F [-y] [--out json]
+//
+// Its output is salt-key's, with one addition: a pending key that came
+// through a relay is marked with it ("d1 (via r1)"; with --out, a "relays"
+// map of id to relay beside Salt's lists).
 package main
 
 import (
@@ -18,6 +22,7 @@ import (
 	"github.com/halite-fleet/halite/internal/cli"
 	"github.com/halite-fleet/halite/internal/output"
 	"github.com/halite-fleet/halite/master/api"
+	"github.com/halite-fleet/halite/master/keys"
 	"github.com/halite-fleet/halite/targets"
 )
 
@@ -149,6 +154,7 @@ func run(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writ
 				fmt.Fprintf(stdout, "%s:  %v\n", k, l[k])
 			}
 		}
+		relays, _ := res[keys.RelaysKey].(map[string]any)
 		for _, h := range headings {
 			ids, _ := res[h.key].(map[string]any)
 			if len(ids) == 0 {
@@ -156,7 +162,7 @@ func run(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writ
 			}
 			fmt.Fprintln(stdout, h.title)
 			for _, id := range sortedKeys(ids) {
-				fmt.Fprintf(stdout, "%s:  %v\n", id, ids[id])
+				fmt.Fprintf(stdout, "%s:  %v%s\n", id, ids[id], viaSuffix(h.key, id, relays, "  "))
 			}
 		}
 		return nil
@@ -189,12 +195,15 @@ func run(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writ
 		states = []string{"minions", "minions_pre", "minions_rejected", "minions_denied"}
 	}
 	affected := map[string]any{}
+	if r, ok := all[keys.RelaysKey]; ok {
+		affected[keys.RelaysKey] = r
+	}
 	count := 0
 	for _, st := range states {
 		var ids []any
 		lst, _ := all[st].([]any)
 		for _, v := range lst {
-			if id, _ := v.(string); targets.MatchGlob(o.match, id) {
+			if id, _ := v.(string); matchKey(o.match, id) {
 				ids = append(ids, id)
 			}
 		}
@@ -265,8 +274,10 @@ func printKeys(w io.Writer, out string, res map[string]any) error {
 	return nil
 }
 
-// printText prints keys as salt-key does: a heading per state, one id a line.
+// printText prints keys as salt-key does: a heading per state, one id a
+// line; a pending id that came through a relay is followed by "(via R)".
 func printText(w io.Writer, res map[string]any) {
+	relays, _ := res[keys.RelaysKey].(map[string]any)
 	for _, h := range headings {
 		v, ok := res[h.key]
 		if !ok {
@@ -275,9 +286,32 @@ func printText(w io.Writer, res map[string]any) {
 		fmt.Fprintln(w, h.title)
 		lst, _ := v.([]any)
 		for _, id := range lst {
-			fmt.Fprintln(w, id)
+			fmt.Fprintf(w, "%v%s\n", id, viaSuffix(h.key, fmt.Sprint(id), relays, " "))
 		}
 	}
+}
+
+// viaSuffix is what follows a pending id that came through a relay: sep
+// and "(via RELAY)"; "" for any other.
+func viaSuffix(state, id string, relays map[string]any, sep string) string {
+	if state != keys.DirPending {
+		return ""
+	}
+	if r, ok := relays[id]; ok {
+		return sep + "(via " + fmt.Sprint(r) + ")"
+	}
+	return ""
+}
+
+// matchKey reports whether id matches salt-key's match expression: a glob
+// or a comma-separated list of globs, as the master's key store reads it.
+func matchKey(match, id string) bool {
+	for g := range strings.SplitSeq(match, ",") {
+		if g = strings.TrimSpace(g); g != "" && targets.MatchGlob(g, id) {
+			return true
+		}
+	}
+	return false
 }
 
 func sortedKeys(m map[string]any) []string {

@@ -22,11 +22,16 @@ func Main(m *testing.M, name string, main func() int) {
 // Run runs testdata/*.txtar. Besides testscript's commands, a script may
 // say "status N COMMAND [ARG ...]": run COMMAND and require exit status N
 // (its stdout and stderr are then checked as after exec).
-func Run(t *testing.T) {
-	testscript.Run(t, testscript.Params{
-		Dir:  "testdata",
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"status": status},
-	})
+func Run(t *testing.T) { RunWith(t, nil) }
+
+// RunWith is Run with more script commands (a command's own fixtures: a
+// master to talk to, keys to find there).
+func RunWith(t *testing.T, cmds map[string]func(ts *testscript.TestScript, neg bool, args []string)) {
+	all := map[string]func(ts *testscript.TestScript, neg bool, args []string){"status": status}
+	for name, fn := range cmds {
+		all[name] = fn
+	}
+	testscript.Run(t, testscript.Params{Dir: "testdata", Cmds: all})
 }
 
 func status(ts *testscript.TestScript, neg bool, args []string) {

@@ -13,12 +13,21 @@
 //	pki_dir/minions_rejected/<id>  rejected
 //	pki_dir/minions_denied/<id>    denied: a key presented for an id that
 //	                               already has an accepted or pending key
+//	pki_dir/minions_pre_via/<id>   not Salt's: the id of the relay a pending
+//	                               key came through (one line); none for a
+//	                               key that came directly
 //
 // Each file holds the agent's PEM "PUBLIC KEY" (protocol.EncodePublicKey),
 // mode 0644, in 0700 directories. Files are written to a temporary file in
 // the same directory and renamed into place; moves between states are
 // renames; the directory is synced after each change. Everything is loaded
-// into memory at Open and served from there.
+// into memory at Open and served from there. A minions_pre_via file is
+// written the same way when a key becomes or stays pending through a relay
+// (rewritten if the device moved), and removed when the key leaves pending
+// (accepted, rejected, deleted) or comes directly; one whose key is not
+// pending is removed at Open. The relay is not kept once a key is accepted:
+// halite-key shows it so that an operator can tell where an unknown device
+// is before accepting it.
 //
 // The rules of Check are those of Salt 3006 (salt/channel/server.py _auth):
 //

@@ -23,7 +23,14 @@ const (
 	DirPending  = "minions_pre"
 	DirRejected = "minions_rejected"
 	DirDenied   = "minions_denied"
+	// DirPendingVia is not Salt's: for a pending key that came through a
+	// relay, pki_dir/minions_pre_via/<id> holds the relay's id.
+	DirPendingVia = "minions_pre_via"
 )
+
+// RelaysKey is the key beside Salt's four under which the master's wheel
+// (and halite-key --out json) gives PendingVia: pending id -> relay id.
+const RelaysKey = "relays"
 
 // Acts of a Decision and a Change: the "act" field of Salt's salt/auth and
 // salt/key events.
@@ -89,6 +96,7 @@ type Store struct {
 
 	mu   sync.RWMutex
 	keys [numStates]map[string]ed25519.PublicKey // a nil key: a file that did not parse
+	via  map[string]string                       // pending id -> the relay its key came through
 }
 
 // Open loads the key store under pkiDir, making its directories if needed.
@@ -115,7 +123,52 @@ func Open(pkiDir string, opts Options) (*Store, error) {
 		}
 		s.keys[st] = m
 	}
+	via, err := s.loadVia()
+	if err != nil {
+		return nil, fmt.Errorf("open key store %s: %w", pkiDir, err)
+	}
+	s.via = via
 	return s, nil
+}
+
+// loadVia reads DirPendingVia. A file whose id has no pending key (left by
+// a crash between moving the key and removing the file) is removed.
+func (s *Store) loadVia() (map[string]string, error) {
+	dir := filepath.Join(s.dir, DirPendingVia)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]string)
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || !e.Type().IsRegular() {
+			if strings.HasPrefix(name, ".tmp-") {
+				os.Remove(filepath.Join(dir, name))
+			}
+			continue
+		}
+		if _, ok := s.keys[pending][name]; !ok {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+				s.log.Warn("remove stale relay file", zap.String("id", name), zap.Error(err))
+			}
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		relay := strings.TrimSpace(string(b))
+		if err := protocol.ValidID(relay); err != nil {
+			s.log.Warn("ignore relay file with an invalid relay id", zap.String("id", name), zap.Error(err))
+			continue
+		}
+		m[name] = relay
+	}
+	return m, nil
 }
 
 func (s *Store) load(dir string) (map[string]ed25519.PublicKey, error) {
@@ -172,8 +225,10 @@ func (s *Store) AcceptedKey(id string) (ed25519.PublicKey, bool) {
 
 // Check decides what to do with an agent that says Hello as id with the key
 // pub it proved in its TLS handshake, with Salt's rules (see the package
-// doc), and records the key where those rules say.
-func (s *Store) Check(id string, pub ed25519.PublicKey) (Decision, error) {
+// doc), and records the key where those rules say. via is the relay the
+// Hello came through ("": a direct connection); a key left pending records
+// it (see PendingVia).
+func (s *Store) Check(id string, pub ed25519.PublicKey, via string) (Decision, error) {
 	if err := protocol.ValidID(id); err != nil {
 		return Decision{}, fmt.Errorf("check key of %q: %w", id, err)
 	}
@@ -222,6 +277,9 @@ func (s *Store) Check(id string, pub ed25519.PublicKey) (Decision, error) {
 			s.log.Info("pending public key accepted via auto_accept or autosign_file", zap.String("id", id))
 			return Decision{Status: protocol.KeyAccepted, Act: ActAccept, Changed: true}, nil
 		default:
+			if err := s.setVia(id, via); err != nil {
+				return Decision{}, err
+			}
 			return Decision{Status: protocol.KeyPending, Act: ActPend}, nil
 		}
 	}
@@ -235,7 +293,13 @@ func (s *Store) Check(id string, pub ed25519.PublicKey) (Decision, error) {
 	if err := s.write(id, to, pub); err != nil {
 		return Decision{}, err
 	}
-	s.log.Info("new public key", zap.String("id", id), zap.String("state", stateNames[to]), zap.String("finger", protocol.Fingerprint(pub)))
+	if to == pending {
+		if err := s.setVia(id, via); err != nil {
+			return Decision{}, err
+		}
+	}
+	s.log.Info("new public key", zap.String("id", id), zap.String("state", stateNames[to]),
+		zap.String("finger", protocol.Fingerprint(pub)), zap.String("relay", via))
 	return Decision{Status: stateNames[to], Act: act, Changed: true}, nil
 }
 
@@ -272,6 +336,19 @@ func (s *Store) List() (map[string][]string, error) {
 		out[stateDirs[st]] = ids
 	}
 	return out, nil
+}
+
+// PendingVia returns, for each pending key that came through a relay, the
+// relay's id: the relay its agent came through last. Pending keys that came
+// directly are not in it; a key that leaves pending leaves it too.
+func (s *Store) PendingVia() map[string]string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(map[string]string, len(s.via))
+	for id, r := range s.via {
+		out[id] = r
+	}
+	return out
 }
 
 // Accept moves the keys of the ids that match glob from pending (and from
@@ -448,6 +525,9 @@ func (s *Store) move(id string, from, to state) error {
 	}
 	s.keys[to][id] = s.keys[from][id]
 	delete(s.keys[from], id)
+	if from == pending {
+		s.clearVia(id)
+	}
 	return nil
 }
 
@@ -455,6 +535,9 @@ func (s *Store) remove(id string, st state) error {
 	// Forget it first: a deleted accepted key must stop working even if the
 	// disk fails us.
 	delete(s.keys[st], id)
+	if st == pending {
+		s.clearVia(id)
+	}
 	if err := os.Remove(s.path(id, st)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("delete key %s: %w", id, err)
 	}
@@ -462,6 +545,40 @@ func (s *Store) remove(id string, st state) error {
 		return fmt.Errorf("delete key %s: %w", id, err)
 	}
 	return nil
+}
+
+// setVia records (or, with via "", forgets) the relay the pending key of id
+// came through, if that changed.
+func (s *Store) setVia(id, via string) error {
+	if s.via[id] == via {
+		return nil
+	}
+	if via == "" {
+		s.clearVia(id)
+		return nil
+	}
+	if err := writeAtomic(filepath.Join(s.dir, DirPendingVia, id), []byte(via+"\n")); err != nil {
+		return fmt.Errorf("write relay of key %s: %w", id, err)
+	}
+	s.via[id] = via
+	return nil
+}
+
+// clearVia forgets the relay of id's pending key. Failing to remove its
+// file only costs a warning: Open removes a file whose key is not pending.
+func (s *Store) clearVia(id string) {
+	if _, ok := s.via[id]; !ok {
+		return
+	}
+	delete(s.via, id)
+	dir := filepath.Join(s.dir, DirPendingVia)
+	err := os.Remove(filepath.Join(dir, id))
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.log.Warn("remove relay file", zap.String("id", id), zap.Error(err))
+	}
 }
 
 func writeAtomic(path string, data []byte) (err error) {

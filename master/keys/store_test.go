@@ -70,7 +70,13 @@ func (f *fixture) takeChanges() []Change {
 
 func (f *fixture) check(id string, pub ed25519.PublicKey, want Decision) {
 	f.t.Helper()
-	got, err := f.s.Check(id, pub)
+	f.checkVia(id, pub, "", want)
+}
+
+// checkVia is check for a Hello that came through relay via.
+func (f *fixture) checkVia(id string, pub ed25519.PublicKey, via string, want Decision) {
+	f.t.Helper()
+	got, err := f.s.Check(id, pub, via)
 	if err != nil {
 		f.t.Fatalf("Check(%s): %v", id, err)
 	}
@@ -126,6 +132,31 @@ func (f *fixture) consistent() {
 	if d := cmp.Diff(mem, mem2); d != "" {
 		f.t.Fatalf("store reopened differs: (-before +after)\n%s", d)
 	}
+	via := f.s.PendingVia()
+	if d := cmp.Diff(viaOnDisk(f.t, f.dir), via); d != "" {
+		f.t.Fatalf("relays of pending keys: memory and disk differ: (-disk +memory)\n%s", d)
+	}
+	if d := cmp.Diff(via, s2.PendingVia()); d != "" {
+		f.t.Fatalf("relays of pending keys: store reopened differs: (-before +after)\n%s", d)
+	}
+}
+
+// viaOnDisk reads pki_dir/minions_pre_via: id -> relay.
+func viaOnDisk(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(dir, DirPendingVia))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, DirPendingVia, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = strings.TrimSuffix(string(b), "\n")
+	}
+	return out
 }
 
 func (f *fixture) fingers() map[string]map[string]string {
@@ -435,12 +466,12 @@ func TestIncludeDenied(t *testing.T) {
 func TestBadIDsAndKeys(t *testing.T) {
 	f := newFixture(t, Options{AutoAccept: true})
 	for _, id := range []string{"", ".", "..", "../etc/passwd", "a/b", `a\b`, "a\x00b", "a\nb", strings.Repeat("x", protocol.MaxIDLen+1)} {
-		if d, err := f.s.Check(id, newKey(t)); err == nil {
+		if d, err := f.s.Check(id, newKey(t), ""); err == nil {
 			t.Errorf("Check(%q): got %+v, nil error, want an error", id, d)
 		}
 	}
 	for _, pub := range []ed25519.PublicKey{nil, make([]byte, 31), make([]byte, 33)} {
-		if _, err := f.s.Check("ok", pub); err == nil {
+		if _, err := f.s.Check("ok", pub, ""); err == nil {
 			t.Errorf("Check with a %d-byte key: got nil error, want one", len(pub))
 		}
 	}
@@ -510,7 +541,7 @@ func TestLoadFromDisk(t *testing.T) {
 		if tc.id == "web1" {
 			pub = k1
 		}
-		if got, err := s.Check(tc.id, pub); err != nil || got != tc.want {
+		if got, err := s.Check(tc.id, pub, ""); err != nil || got != tc.want {
 			t.Errorf("Check(%s): got %+v, %v, want %+v", tc.id, got, err, tc.want)
 		}
 	}
@@ -557,7 +588,7 @@ func TestConcurrent(t *testing.T) {
 			defer wg.Done()
 			id := fmt.Sprintf("agent%02d", i)
 			for range 10 {
-				if _, err := f.s.Check(id, pubs[i]); err != nil {
+				if _, err := f.s.Check(id, pubs[i], ""); err != nil {
 					errs <- err
 				}
 				f.s.AcceptedKey(id)
@@ -591,4 +622,89 @@ func TestConcurrent(t *testing.T) {
 		}
 	}
 	f.consistent()
+}
+
+func TestPendingVia(t *testing.T) {
+	f := newFixture(t, Options{})
+	k1, k2, k3, k4, k5 := newKey(t), newKey(t), newKey(t), newKey(t), newKey(t)
+	wantVia := func(what string, want map[string]string) {
+		t.Helper()
+		if d := cmp.Diff(want, f.s.PendingVia()); d != "" {
+			t.Fatalf("PendingVia %s: (-want +got)\n%s", what, d)
+		}
+	}
+	f.checkVia("d1", k1, "r1", changed(pending_))
+	f.check("direct", k2, changed(pending_))
+	wantVia("after d1 came through r1", map[string]string{"d1": "r1"})
+	f.checkVia("d1", k1, "r2", pending_) // the device moved to another relay
+	wantVia("after d1 moved to r2", map[string]string{"d1": "r2"})
+	f.check("d1", k1, pending_) // and then came directly
+	wantVia("after d1 came directly", map[string]string{})
+	f.checkVia("d1", k1, "r1", pending_)
+	f.checkVia("d3", k3, "r1", changed(pending_))
+	f.checkVia("d4", k4, "r2", changed(pending_))
+	// Another key for d1, through another relay: denied; the pending key
+	// keeps its relay.
+	f.checkVia("d1", k5, "r2", changed(denied_))
+	wantVia("after a denied attempt", map[string]string{"d1": "r1", "d3": "r1", "d4": "r2"})
+
+	f.reopen()
+	wantVia("after reopening", map[string]string{"d1": "r1", "d3": "r1", "d4": "r2"})
+
+	if got, err := f.s.Accept("d1", false, false); err != nil || !cmp.Equal(got, []string{"d1"}) {
+		t.Fatalf("Accept d1: got %v, %v", got, err)
+	}
+	f.consistent()
+	f.checkVia("d1", k1, "r1", accepted_)
+	if got, err := f.s.Reject("d3", false, false); err != nil || !cmp.Equal(got, []string{"d3"}) {
+		t.Fatalf("Reject d3: got %v, %v", got, err)
+	}
+	f.consistent()
+	if got, err := f.s.Delete("d4"); err != nil || !cmp.Equal(got, []string{"d4"}) {
+		t.Fatalf("Delete d4: got %v, %v", got, err)
+	}
+	f.consistent()
+	wantVia("after accept, reject and delete", map[string]string{})
+
+	// Deleted, it comes back through a relay: pending again, with it.
+	f.checkVia("d4", k4, "r1", changed(pending_))
+	wantVia("after d4 came back", map[string]string{"d4": "r1"})
+}
+
+func TestPendingViaAutoSign(t *testing.T) {
+	f := newFixture(t, Options{AutoAccept: true})
+	f.checkVia("d1", newKey(t), "r1", changed(accepted_))
+	if got := f.s.PendingVia(); len(got) != 0 {
+		t.Errorf("PendingVia with auto_accept: got %v, want none", got)
+	}
+}
+
+func TestPendingViaStaleFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pki")
+	k1 := newKey(t)
+	files := map[string]string{
+		"minions_pre/d1":            string(protocol.EncodePublicKey(k1)),
+		"minions/acc":               string(protocol.EncodePublicKey(k1)),
+		DirPendingVia + "/d1":       "r1\n",
+		DirPendingVia + "/acc":      "r1\n", // the key moved on; the file stayed (a crash)
+		DirPendingVia + "/gone":     "r1\n",
+		DirPendingVia + "/.tmp-123": "r",
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, p, content, 0o644)
+	}
+	s, err := Open(dir, Options{Log: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]string{"d1": "r1"}, s.PendingVia()); d != "" {
+		t.Errorf("PendingVia: (-want +got)\n%s", d)
+	}
+	if d := cmp.Diff(map[string]string{"d1": "r1"}, viaOnDisk(t, dir)); d != "" {
+		t.Errorf("stale relay files: (-want +got on disk)\n%s", d)
+	}
 }
