@@ -309,8 +309,11 @@ func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, v
 		status.MasterKey = m.id.Pub
 	}
 	if dec.Status == protocol.KeyAccepted && hello.KX != nil {
-		if err := protocol.VerifyAgentKX(s.pub, hello.ID, hello.KX, hello.KXSig); err != nil {
-			return fail(protocol.KindBadSig, err.Error())
+		// A relayed Hello's half was verified above already.
+		if via == "" {
+			if err := protocol.VerifyAgentKX(s.pub, hello.ID, hello.KX, hello.KXSig); err != nil {
+				return fail(protocol.KindBadSig, err.Error())
+			}
 		}
 		kx, err := m.id.SessionKX(hello.ID, hello.KX)
 		if err != nil {
