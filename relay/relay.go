@@ -57,6 +57,9 @@ type Relay struct {
 	// tamper, set only by tests, alters frames the relay forwards (jobs
 	// down, returns and events up), to show that the ends refuse them.
 	tamper func(protocol.Type, []byte) []byte
+	// maxCaps, set only by tests, caps the capability the master tells
+	// the link (0: as told), to play an older master.
+	maxCaps uint32
 }
 
 // New checks the options; Run starts the relay.
