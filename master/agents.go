@@ -62,6 +62,9 @@ type session struct {
 	toAck  atomic.Uint64 // the highest seq stored or published, to acknowledge
 	acked  uint64        // the highest seq acknowledged; only ackLoop touches it
 	relay  *relayLink    // the relay the agent is behind; nil: a direct connection
+	// streamID is the device's stream on its relay's link, which the
+	// relay's batch items name.
+	streamID quic.StreamID
 }
 
 // send sends a frame body to the agent without blocking; sendWire does

@@ -210,7 +210,7 @@ func (m *Master) serveRelayed(ctx context.Context, l *relayLink, stream *quic.St
 	s := &session{
 		id: hello.ID, pub: hello.Pub, conn: l.ctrl.conn, stream: stream, f: f,
 		out: make(chan []byte, sendQueue), done: make(chan struct{}),
-		log: log, since: time.Now(), relay: l,
+		log: log, since: time.Now(), relay: l, streamID: stream.StreamID(),
 	}
 	if len(hello.Pub) != 32 {
 		s.close(protocol.KindMalformed, "a relayed hello must carry the device's key")
@@ -279,7 +279,7 @@ func (m *Master) handleBatch(l *relayLink, b *protocol.Batch) {
 	var bad map[*session]bool
 	for i := range b.Items {
 		it, s := &b.Items[i], sessions[i]
-		if s == nil || uint64(s.stream.StreamID()) != it.Stream {
+		if s == nil || uint64(s.streamID) != it.Stream {
 			if ce := l.ctrl.log.Check(zap.DebugLevel, "batch item for no session of this link; ignored"); ce != nil {
 				ce.Write(zap.String("device", it.ID), zap.Uint64("stream", it.Stream))
 			}
