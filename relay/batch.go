@@ -3,6 +3,7 @@ package relay
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -45,6 +46,7 @@ type batcher struct {
 	max    int
 	delay  time.Duration
 	limit  int
+	sent   *atomic.Uint64 // batches written, for Stats
 
 	wake chan struct{} // 1 buffered: items wait that may be due
 	done chan struct{} // closed by stop
@@ -57,8 +59,8 @@ type batcher struct {
 	err    error // why the batcher gave the link up
 }
 
-func newBatcher(conn *quic.Conn, ctrl *protocol.Framer, stream *quic.Stream, maxBytes int, delay time.Duration, limit int) *batcher {
-	return &batcher{conn: conn, ctrl: ctrl, stream: stream, max: maxBytes, delay: delay, limit: max(limit, 2*maxBytes),
+func newBatcher(conn *quic.Conn, ctrl *protocol.Framer, stream *quic.Stream, maxBytes int, delay time.Duration, limit int, sent *atomic.Uint64) *batcher {
+	return &batcher{conn: conn, ctrl: ctrl, stream: stream, max: maxBytes, delay: delay, limit: max(limit, 2*maxBytes), sent: sent,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
@@ -173,6 +175,7 @@ func (b *batcher) run() {
 			b.fail(fmt.Errorf("write batch: %w", err)) // nothing to do if stopped
 			return
 		}
+		b.sent.Add(1)
 	}
 }
 

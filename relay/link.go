@@ -124,7 +124,7 @@ func (r *Relay) runLink(ctx context.Context, addr string) error {
 	if caps >= protocol.CapBatch {
 		// Held items may wait for room up to the spool's size (they are
 		// the store's bytes, not copies).
-		l.batch = newBatcher(conn, f, stream, r.conf.BatchMax, time.Duration(r.conf.BatchDelay)*time.Millisecond, r.conf.SpoolMax)
+		l.batch = newBatcher(conn, f, stream, r.conf.BatchMax, time.Duration(r.conf.BatchDelay)*time.Millisecond, r.conf.SpoolMax, &r.batches)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -52,6 +52,7 @@ type Relay struct {
 
 	droppedDevices atomic.Uint64 // devices dropped for bad behaviour
 	throttled      atomic.Uint64 // returns and events that waited for the device's rate
+	batches        atomic.Uint64 // batches sent to the master
 	reported       uint64        // spool drops already reported; linkLoop only
 
 	// tamper, set only by tests, alters frames the relay forwards (jobs
@@ -176,6 +177,7 @@ type Stats struct {
 	SpoolDropped   uint64 // items dropped for room, ever (their devices resent them)
 	DroppedDevices uint64 // devices disconnected for bad behaviour, ever
 	Throttled      uint64 // returns and events held back by event_rate, ever
+	Batches        uint64 // batches of returns and events sent to the master, ever
 }
 
 // Stats returns the relay's counters now.
@@ -188,7 +190,8 @@ func (r *Relay) Stats() Stats {
 	}
 	b, items, dropped := r.store.stats()
 	return Stats{Devices: n, Upstream: r.link.Load() != nil, SpoolBytes: b, SpoolItems: items,
-		SpoolDropped: dropped, DroppedDevices: r.droppedDevices.Load(), Throttled: r.throttled.Load()}
+		SpoolDropped: dropped, DroppedDevices: r.droppedDevices.Load(), Throttled: r.throttled.Load(),
+		Batches: r.batches.Load()}
 }
 
 // event fires an event as the relay's agent.
@@ -223,7 +226,7 @@ func (r *Relay) heartbeatLoop(ctx context.Context) error {
 		r.event("halite/relay/"+r.o.Config.ID+"/heartbeat", map[string]any{
 			"devices": st.Devices, "upstream": st.Upstream, "spool_bytes": st.SpoolBytes,
 			"spool_items": st.SpoolItems, "spool_dropped": st.SpoolDropped, "devices_dropped": st.DroppedDevices,
-			"throttled": st.Throttled,
+			"throttled": st.Throttled, "batches": st.Batches,
 		})
 	}
 }
