@@ -18,8 +18,8 @@ import (
 const maxItemFrame = protocol.DefaultMaxFrame - protocol.BatchItemOverhead
 
 // batchItemCost is what an item adds to a batch besides its frame and id,
-// for the size bound (the exact figure varies by a few bytes).
-const batchItemCost = 16
+// for the size bound: at most, with the id's and the frame's heads.
+const batchItemCost = 20
 
 // batchWriteTimeout bounds one batch's write on the control stream: a
 // master that reads nothing for that long has lost the link.
