@@ -12,6 +12,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/protocol"
 )
 
@@ -181,5 +182,18 @@ func TestBatcherQueueBound(t *testing.T) {
 	var ae *quic.ApplicationError
 	if err := context.Cause(p.client.Context()); !errors.As(err, &ae) || protocol.Kind(ae.ErrorCode) != protocol.KindRateLimited {
 		t.Errorf("link closed with %v, want kind %q", err, protocol.KindRateLimited)
+	}
+}
+
+// TestBatchFitsFrame: the batches the relay makes fit the master's
+// default frame limit: several items take at most batch_max bytes with
+// their heads (TestBatcherSizeBound), and one item alone at most
+// maxItemFrame and its overhead.
+func TestBatchFitsFrame(t *testing.T) {
+	if got := config.MaxRelayBatch + protocol.BatchItemOverhead; got > protocol.DefaultMaxFrame {
+		t.Errorf("a batch of the largest batch_max is up to %d bytes, frame limit %d", got, protocol.DefaultMaxFrame)
+	}
+	if got := maxItemFrame + protocol.BatchItemOverhead; got > protocol.DefaultMaxFrame {
+		t.Errorf("a batch of one largest item is up to %d bytes, frame limit %d", got, protocol.DefaultMaxFrame)
 	}
 }
