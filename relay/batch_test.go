@@ -370,3 +370,22 @@ func TestMasterBatchBadItems(t *testing.T) {
 		t.Errorf("test.ping through the other relay: returned %v, want %v", got, want)
 	}
 }
+
+// TestRelayDropsUnbatchable: a return too large to fit a batch frame
+// (an agent never sends one) drops its device, as a frame over the limit
+// would.
+func TestRelayDropsUnbatchable(t *testing.T) {
+	tm := startMaster(t, true)
+	tr := startRelay(t, tm, "r1", nil, nil)
+	d, msg := dialRaw(t, tr, "big1")
+	if st, ok := msg.(*protocol.KeyStatus); !ok || st.Status != protocol.KeyAccepted {
+		t.Fatalf("big1 hello: got %#v, want accepted", msg)
+	}
+	ret := &protocol.Return{Signed: protocol.Signed{Body: make([]byte, maxItemFrame), Sig: make([]byte, 64)}, Seq: 1}
+	if err := d.f.Write(ret); err != nil {
+		t.Fatal(err)
+	}
+	if k := d.closedWith(t); k != protocol.KindTooLarge {
+		t.Errorf("device sending a return of %d bytes: closed with %q, want %q", maxItemFrame, k, protocol.KindTooLarge)
+	}
+}
