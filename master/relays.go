@@ -245,7 +245,8 @@ func (m *Master) serveRelayed(ctx context.Context, l *relayLink, stream *quic.St
 // handleBatch handles a batch of returns and events of relay l's devices,
 // each as if its device's stream had carried it (handle), in order, but
 // with one job cache commit for all its returns: a batch holds hundreds of
-// returns, and a commit each, one after the other, would take ~1 s.
+// returns, and a commit each, one after the other, would take hundreds of
+// milliseconds (BenchmarkRelayReturns: 1000 returns, 10 ms against 330).
 //
 // An item is for the session of the device it names only if that session
 // is this link's and on the stream it names; otherwise (a device of
@@ -254,7 +255,9 @@ func (m *Master) serveRelayed(ctx context.Context, l *relayLink, stream *quic.St
 // session. A bad item (it does not decode, is no return or event, does not
 // verify, is not stored) ends its device's session as handle would, after
 // the device's items before it; the device's later items in the batch are
-// not handled nor acknowledged, and the other devices go on.
+// not acknowledged, nor handled (except that a later return stored with
+// the batch is announced: sent again, it would be a replay), and the
+// other devices go on.
 func (m *Master) handleBatch(l *relayLink, b *protocol.Batch) {
 	sessions := make([]*session, len(b.Items))
 	l.mu.Lock()
