@@ -53,7 +53,7 @@ type batcher struct {
 
 	mu     sync.Mutex
 	q      []protocol.BatchItem
-	bytes  int       // of q, as counted by size
+	bytes  int       // of q, as itemSize counts them
 	since  time.Time // when q's first item was added
 	closed bool
 	err    error // why the batcher gave the link up
