@@ -193,6 +193,14 @@ func TestAgentOptions(t *testing.T) {
 			a.Relay.Interface, a.Relay.Port, a.Relay.SpoolMax = "10.0.0.1", 4600, 1024
 		}},
 		{"relay defaults", "relay: {}\n", func(a *Agent) { a.Relay = DefaultRelay() }},
+		{"relay batch", "relay:\n  batch_max: 1048576\n  batch_delay: 0\n", func(a *Agent) {
+			a.Relay = DefaultRelay()
+			a.Relay.BatchMax, a.Relay.BatchDelay = 1<<20, 0
+		}},
+		{"relay batch low", "relay:\n  batch_max: '1024'\n  batch_delay: 1000\n", func(a *Agent) {
+			a.Relay = DefaultRelay()
+			a.Relay.BatchMax, a.Relay.BatchDelay = 1024, 1000
+		}},
 		{"relay_finger", "relay_finger: 'ab:cd'\n", func(a *Agent) { a.RelayFinger = "ab:cd" }},
 	}
 	for _, tt := range tests {
@@ -340,7 +348,17 @@ func TestErrors(t *testing.T) {
 		{"relay option", map[string]string{"agent": "id: r1\nrelay:\n  port: 4600\n  max_devices: 0\n"}, true,
 			`D/agent:4: relay: max_devices: expected an integer from 1 to 16384, got 0`},
 		{"relay unknown", map[string]string{"agent": "relay:\n\n  listen: x\n"}, true,
-			`D/agent:3: relay: unknown relay option "listen" (known: interface, port, max_devices, spool_max, event_rate, event_burst, heartbeat, admit)`},
+			`D/agent:3: relay: unknown relay option "listen" (known: interface, port, max_devices, spool_max, event_rate, event_burst, heartbeat, admit, batch_max, batch_delay)`},
+		{"relay batch_max small", map[string]string{"agent": "relay:\n  batch_max: 1023\n"}, true,
+			`D/agent:2: relay: batch_max: expected an integer from 1024 to 1048576, got 1023`},
+		{"relay batch_max large", map[string]string{"agent": "id: r1\nrelay:\n  port: 4600\n\n  batch_max: 4194304\n"}, true,
+			`D/agent:5: relay: batch_max: expected an integer from 1024 to 1048576, got 4194304`},
+		{"relay batch_max text", map[string]string{"agent": "relay:\n  batch_max: 64k\n"}, true,
+			`D/agent:2: relay: batch_max: expected an integer, got "64k"`},
+		{"relay batch_delay negative", map[string]string{"agent": "relay:\n  batch_delay: -1\n"}, true,
+			`D/agent:2: relay: batch_delay: expected an integer from 0 to 1000, got -1`},
+		{"relay batch_delay large", map[string]string{"agent": "relay:\n  event_rate: 5\n  batch_delay: 1001\n"}, true,
+			`D/agent:3: relay: batch_delay: expected an integer from 0 to 1000, got 1001`},
 		{"relay list", map[string]string{"agent": "relay: [a]\n"}, true,
 			`D/agent:1: relay: expected a mapping of relay options, got a list`},
 		{"int", map[string]string{"master": "interface: 0.0.0.0\n\nport: abc\n"}, false,

@@ -33,16 +33,37 @@ type Relay struct {
 	// so that a reconnect storm reaches the relay and the master at a
 	// bounded rate.
 	Admit int
+	// BatchMax and BatchDelay bound the batches in which the relay sends
+	// its devices' returns and events to a master that takes them
+	// (capability 6): a batch goes when it holds BatchMax bytes (default
+	// 64 KiB, 1 KiB to MaxRelayBatch) or BatchDelay milliseconds after its
+	// first item (default 5; 0 sends what is there at once, still batching
+	// what arrives while the previous batch is being written).
+	BatchMax   int
+	BatchDelay int
 }
 
 // MaxRelayDevices is the largest max_devices: the master's limit of
 // device streams on one relay link.
 const MaxRelayDevices = 1 << 14
 
+// MinRelayBatch and MaxRelayBatch bound batch_max. A batch may exceed
+// batch_max by its last item, which may be as large as a frame; the upper
+// bound leaves protocol.DefaultMaxFrame (4 MiB) room for that.
+const (
+	MinRelayBatch = 1 << 10
+	MaxRelayBatch = 1 << 20
+)
+
+// MaxRelayBatchDelay bounds batch_delay, in milliseconds: a longer delay
+// only makes every return late.
+const MaxRelayBatchDelay = 1000
+
 // DefaultRelay returns the relay: defaults.
 func DefaultRelay() *Relay {
 	return &Relay{Interface: "0.0.0.0", Port: 4506, MaxDevices: 10000, SpoolMax: 64 << 20,
-		EventRate: 100, EventBurst: 1000, Heartbeat: 60, Admit: 2000}
+		EventRate: 100, EventBurst: 1000, Heartbeat: 60, Admit: 2000,
+		BatchMax: 64 << 10, BatchDelay: 5}
 }
 
 // atLine is an option's error about one line inside its value.

@@ -29,12 +29,14 @@ func (v value) relay(dst **Relay) error {
 		"event_burst": func(v value) error { return positive(v, &r.EventBurst, 1<<20) },
 		"heartbeat":   func(v value) error { return v.count(&r.Heartbeat) },
 		"admit":       func(v value) error { return positive(v, &r.Admit, 1<<20) },
+		"batch_max":   func(v value) error { return between(v, &r.BatchMax, MinRelayBatch, MaxRelayBatch) },
+		"batch_delay": func(v value) error { return between(v, &r.BatchDelay, 0, MaxRelayBatchDelay) },
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := resolve(n.Content[i]), n.Content[i+1]
 		set, ok := opts[k.Value]
 		if k.Kind != yaml.ScalarNode || !ok {
-			return &atLine{k.Line, fmt.Sprintf("unknown relay option %s (known: interface, port, max_devices, spool_max, event_rate, event_burst, heartbeat, admit)", describe(k))}
+			return &atLine{k.Line, fmt.Sprintf("unknown relay option %s (known: interface, port, max_devices, spool_max, event_rate, event_burst, heartbeat, admit, batch_max, batch_delay)", describe(k))}
 		}
 		if isNull(val) {
 			continue
@@ -47,13 +49,15 @@ func (v value) relay(dst **Relay) error {
 	return nil
 }
 
-func positive(v value, dst *int, max int) error {
+func positive(v value, dst *int, max int) error { return between(v, dst, 1, max) }
+
+func between(v value, dst *int, lo, hi int) error {
 	i, err := v.integer()
 	if err != nil {
 		return err
 	}
-	if i < 1 || i > max {
-		return fmt.Errorf("expected an integer from 1 to %d, got %d", max, i)
+	if i < lo || i > hi {
+		return fmt.Errorf("expected an integer from %d to %d, got %d", lo, hi, i)
 	}
 	*dst = i
 	return nil

@@ -65,6 +65,9 @@ type session struct {
 	// handled: the highest seq handled by the session this one resumes
 	// (registry.attach); items up to it are acknowledged, not handled again.
 	handled uint64
+	// streamID is the device's stream on its relay's link, which the
+	// relay's batch items name.
+	streamID quic.StreamID
 }
 
 // send sends a frame body to the agent without blocking; sendWire does
@@ -174,6 +177,16 @@ func (m *Master) ackLoop(ctx context.Context) error {
 	}
 }
 
+// isClosed reports whether the session has ended.
+func (s *session) isClosed() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
 func (s *session) close(k protocol.Kind, msg string) {
 	s.once.Do(func() {
 		close(s.done)
@@ -224,7 +237,7 @@ func (m *Master) serveAgent(ctx context.Context, conn *quic.Conn) {
 		out: make(chan []byte, sendQueue), done: make(chan struct{}),
 		log: log, since: time.Now(),
 	}
-	if !m.admit(ctx, s, hello, "") {
+	if !m.admit(ctx, s, hello, "", nil) {
 		// Let the agent read its status before the connection goes.
 		select {
 		case <-conn.Context().Done():
@@ -276,7 +289,12 @@ func (m *Master) readHello(f *protocol.Framer, stream *quic.Stream, log *zap.Log
 // relay the Hello came through ("": direct). It reports whether the key is
 // accepted and the session may go on; otherwise the peer was told why (and,
 // for a relayed device, its stream is closed).
-func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, via string) bool {
+//
+// accepted, if not nil, is called once the key is accepted and the session
+// complete (s.mac, s.rets), just before the status is sent: a relay sends
+// the device's returns in batches on another stream as soon as it reads
+// the status, and the session must be found by then.
+func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, via string, accepted func()) bool {
 	fail := func(k protocol.Kind, text string) bool {
 		s.log.Warn("refusing agent", zap.Stringer("kind", k), zap.String("reason", text))
 		s.close(k, text)
@@ -325,6 +343,12 @@ func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, v
 			return fail(protocol.KindBadSig, err.Error())
 		}
 	}
+	if dec.Status == protocol.KeyAccepted {
+		s.rets = m.agentReturners(s.log, hello.Returners)
+		if accepted != nil {
+			accepted()
+		}
+	}
 	if err := s.f.Write(status); err != nil {
 		s.log.Debug("send key status", zap.Error(err))
 		s.close(protocol.KindOther, "")
@@ -344,7 +368,6 @@ func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, v
 
 // runSession serves an accepted agent's session until it ends.
 func (m *Master) runSession(ctx context.Context, s *session, hello *protocol.Hello) {
-	s.rets = m.agentReturners(s.log, hello.Returners)
 	if hello.Grains != nil {
 		m.minions.setGrains(hello.ID, hello.Grains)
 	}
@@ -445,11 +468,7 @@ func (m *Master) readLoop(ctx context.Context, s *session) {
 func (m *Master) handle(ctx context.Context, s *session, msg protocol.Message) error {
 	switch msg := msg.(type) {
 	case *protocol.Return:
-		pub, ok := m.keys.AcceptedKey(s.id)
-		if !ok {
-			return protocol.Errorf(protocol.KindNotAccepted, "key of %s is no longer accepted", s.id)
-		}
-		b, err := msg.OpenWith(pub, s.mac, s.id)
+		b, err := m.openReturn(s, msg)
 		if err != nil {
 			return err
 		}
@@ -459,51 +478,18 @@ func (m *Master) handle(ctx context.Context, s *session, msg protocol.Message) e
 		if err := m.handleReturn(b, msg.Body, s.rets); err != nil {
 			// Not acked: the agent keeps it and sends it again on its
 			// next connection.
-			return protocol.Errorf(protocol.KindOther, "return not stored: %v", err)
+			return notStored(err)
 		}
 		s.ack(msg.Seq)
 	case *protocol.Event:
-		pub, ok := m.keys.AcceptedKey(s.id)
-		if !ok {
-			return protocol.Errorf(protocol.KindNotAccepted, "key of %s is no longer accepted", s.id)
-		}
-		b, err := msg.OpenWith(pub, s.mac, s.id)
+		b, err := m.openEvent(s, msg)
 		if err != nil {
 			return err
 		}
 		if s.replayed(msg.Seq) {
 			return nil
 		}
-		if event.ReservedForMaster(b.Tag) {
-			// Refused and logged, but not a reason to drop the agent.
-			// Acked all the same: sent again, it would be refused again.
-			s.log.Warn("agent sent an event under a tag reserved for the master", zap.String("tag", b.Tag))
-			s.ack(msg.Seq)
-			return nil
-		}
-		data := b.Data
-		if data == nil {
-			data = map[string]any{}
-		}
-		ev := map[string]any{"id": s.id, "tag": b.Tag, "data": data, "_stamp": b.Stamp}
-		if strings.HasPrefix(b.Tag, "salt/beacon/") {
-			// Salt wraps a beacon's event in a second one on its way to
-			// the master: the beacon's data, with the minion's id, are
-			// data['data'] (Salt's reactor docs: data['data']['id']).
-			// Many reactor files read the beacon's fields at the top
-			// level instead (data['id'], data['memusage']), so they are
-			// there too, where they do not hide the wrapper's own keys.
-			inner := make(map[string]any, len(data)+1)
-			for k, v := range data {
-				inner[k] = v
-				if _, taken := ev[k]; !taken {
-					ev[k] = v
-				}
-			}
-			inner["id"] = s.id
-			ev["data"] = inner
-		}
-		m.bus.Publish(b.Tag, ev)
+		m.agentEvent(s, b)
 		s.ack(msg.Seq)
 	case *protocol.Grains:
 		m.minions.setGrains(s.id, msg.Grains)
@@ -521,6 +507,65 @@ func (m *Master) handle(ctx context.Context, s *session, msg protocol.Message) e
 	return nil
 }
 
+// notStored is the error that ends a session whose return could not be
+// stored.
+func notStored(err error) error {
+	return protocol.Errorf(protocol.KindOther, "return not stored: %v", err)
+}
+
+// openReturn checks a return of s's agent: its key is still accepted, and
+// the body is tagged with the session's key (or signed) and made by it.
+func (m *Master) openReturn(s *session, msg *protocol.Return) (*protocol.ReturnBody, error) {
+	pub, ok := m.keys.AcceptedKey(s.id)
+	if !ok {
+		return nil, protocol.Errorf(protocol.KindNotAccepted, "key of %s is no longer accepted", s.id)
+	}
+	return msg.OpenWith(pub, s.mac, s.id)
+}
+
+// openEvent is openReturn for an event.
+func (m *Master) openEvent(s *session, msg *protocol.Event) (*protocol.EventBody, error) {
+	pub, ok := m.keys.AcceptedKey(s.id)
+	if !ok {
+		return nil, protocol.Errorf(protocol.KindNotAccepted, "key of %s is no longer accepted", s.id)
+	}
+	return msg.OpenWith(pub, s.mac, s.id)
+}
+
+// agentEvent publishes an opened event of s's agent on the bus. An event
+// under a tag reserved for the master is refused and logged, but is no
+// reason to drop the agent; the caller acknowledges it all the same (sent
+// again, it would be refused again).
+func (m *Master) agentEvent(s *session, b *protocol.EventBody) {
+	if event.ReservedForMaster(b.Tag) {
+		s.log.Warn("agent sent an event under a tag reserved for the master", zap.String("tag", b.Tag))
+		return
+	}
+	data := b.Data
+	if data == nil {
+		data = map[string]any{}
+	}
+	ev := map[string]any{"id": s.id, "tag": b.Tag, "data": data, "_stamp": b.Stamp}
+	if strings.HasPrefix(b.Tag, "salt/beacon/") {
+		// Salt wraps a beacon's event in a second one on its way to
+		// the master: the beacon's data, with the minion's id, are
+		// data['data'] (Salt's reactor docs: data['data']['id']).
+		// Many reactor files read the beacon's fields at the top
+		// level instead (data['id'], data['memusage']), so they are
+		// there too, where they do not hide the wrapper's own keys.
+		inner := make(map[string]any, len(data)+1)
+		for k, v := range data {
+			inner[k] = v
+			if _, taken := ev[k]; !taken {
+				ev[k] = v
+			}
+		}
+		inner["id"] = s.id
+		ev["data"] = inner
+	}
+	m.bus.Publish(b.Tag, ev)
+}
+
 // handleReturn stores a verified return (encoded is its CBOR, as it
 // arrived) and fires its event once it is on disk. A return the job cache
 // already held (an agent's outbox replayed after a reconnect) fires
@@ -530,6 +575,12 @@ func (m *Master) handle(ctx context.Context, s *session, msg protocol.Message) e
 // return: option.
 func (m *Master) handleReturn(b *protocol.ReturnBody, encoded []byte, agentRets []string) error {
 	isNew, err := m.cache.SaveReturnNew(b, encoded)
+	return m.returnSaved(b, agentRets, isNew, err)
+}
+
+// returnSaved does what follows the saving of a return in handleReturn,
+// given the job cache's answer (isNew, err); it returns err.
+func (m *Master) returnSaved(b *protocol.ReturnBody, agentRets []string, isNew bool, err error) error {
 	if err != nil {
 		m.log.Error("save return", zap.String("jid", b.JID), zap.String("id", b.ID), zap.Error(err))
 	} else if !isNew {

@@ -16,11 +16,13 @@ import (
 
 // A relay link is a connection a relay (an accepted agent) opens with
 // Hello.Relay set. Its first stream is the link's control stream: the
-// master sends each job on it once per relay (protocol.Job, with IDs). Every further stream
-// the relay opens is one device behind it: the device's own Hello (with its
-// key in Hello.Pub, proved by its KXSig), then the device's session exactly
-// as on a direct connection, MAC-tagged end to end with a key the relay
-// cannot compute.
+// master sends each job on it once per relay (protocol.Job, with IDs), and
+// a relay of capability 6 sends its devices' returns and events on it in
+// batches (protocol.Batch, handleBatch). Every further stream the relay
+// opens is one device behind it: the device's own Hello (with its key in
+// Hello.Pub, proved by its KXSig), then the device's session exactly as on
+// a direct connection, MAC-tagged end to end with a key the relay cannot
+// compute; a batch item is handled as if that stream had carried it.
 
 // maxRelayStreams is the most device streams one connection may have open
 // at once: the QUIC stream limit of the master's listener. A direct agent
@@ -113,15 +115,18 @@ func (m *Master) serveRelayLink(ctx context.Context, ctrl *session) {
 		defer wg.Done()
 		m.acceptDevices(ctx, l, &wg)
 	}()
-	m.readRelayCtrl(ctrl)
+	m.readRelayCtrl(l)
 	ctrl.close(protocol.KindOther, "")
 	wg.Wait()
 	m.relays.detach(l)
 	ctrl.log.Info("relay disconnected")
 }
 
-// readRelayCtrl reads the relay's control stream until it ends.
-func (m *Master) readRelayCtrl(ctrl *session) {
+// readRelayCtrl reads the relay's control stream until it ends. A message
+// that does not decode, a Batch included, ends the link: the relay is
+// broken, and its devices come back through it once it reconnects.
+func (m *Master) readRelayCtrl(l *relayLink) {
+	ctrl := l.ctrl
 	for {
 		msg, err := ctrl.f.Read()
 		if err != nil {
@@ -141,6 +146,8 @@ func (m *Master) readRelayCtrl(ctrl *session) {
 				ctrl.send(b)
 			}
 		case *protocol.Pong:
+		case *protocol.Batch:
+			m.handleBatch(l, msg)
 		case *protocol.Error:
 			ctrl.log.Info("relay closing", zap.Stringer("kind", msg.Kind), zap.String("msg", msg.Msg))
 			return
@@ -203,7 +210,7 @@ func (m *Master) serveRelayed(ctx context.Context, l *relayLink, stream *quic.St
 	s := &session{
 		id: hello.ID, pub: hello.Pub, conn: l.ctrl.conn, stream: stream, f: f,
 		out: make(chan []byte, sendQueue), done: make(chan struct{}),
-		log: log, since: time.Now(), relay: l,
+		log: log, since: time.Now(), relay: l, streamID: stream.StreamID(),
 	}
 	if len(hello.Pub) != 32 {
 		s.close(protocol.KindMalformed, "a relayed hello must carry the device's key")
@@ -213,19 +220,144 @@ func (m *Master) serveRelayed(ctx context.Context, l *relayLink, stream *quic.St
 		s.close(protocol.KindWrongID, "a relay may not speak for itself as a device")
 		return
 	}
-	if !m.admit(ctx, s, hello, l.id) {
+	// The session is the link's before the device's status goes out:
+	// the relay may send a batch item for it on the control stream as
+	// soon as it reads the status, and QUIC does not order the streams.
+	register := func() {
+		l.mu.Lock()
+		l.devices[hello.ID] = s
+		l.mu.Unlock()
+	}
+	defer func() {
+		l.mu.Lock()
+		if l.devices[hello.ID] == s {
+			delete(l.devices, hello.ID)
+		}
+		l.mu.Unlock()
+	}()
+	if !m.admit(ctx, s, hello, l.id, register) {
 		return
 	}
 	release()
-	l.mu.Lock()
-	l.devices[hello.ID] = s
-	l.mu.Unlock()
 	m.runSession(ctx, s, hello)
+}
+
+// handleBatch handles a batch of returns and events of relay l's devices,
+// each as if its device's stream had carried it (handle), in order, but
+// with one job cache commit for all its returns: a batch holds hundreds of
+// returns, and a commit each, one after the other, would take hundreds of
+// milliseconds (BenchmarkRelayReturns: 1000 returns, 10 ms against 330).
+//
+// An item is for the session of the device it names only if that session
+// is this link's and on the stream it names; otherwise (a device of
+// another relay, an unknown id, a session that ended) it is ignored and
+// not acknowledged, and the relay sends it again on its device's next
+// session. A bad item (it does not decode, is no return or event, does not
+// verify, is not stored) ends its device's session as handle would, after
+// the device's items before it; the device's later items in the batch are
+// not acknowledged, nor handled (except that a later return stored with
+// the batch is announced: sent again, it would be a replay), and the
+// other devices go on.
+func (m *Master) handleBatch(l *relayLink, b *protocol.Batch) {
+	sessions := make([]*session, len(b.Items))
 	l.mu.Lock()
-	if l.devices[hello.ID] == s {
-		delete(l.devices, hello.ID)
+	for i := range b.Items {
+		sessions[i] = l.devices[b.Items[i].ID]
 	}
 	l.mu.Unlock()
+
+	// First open every item; a device's first bad one ends its part of
+	// the batch.
+	type entry struct {
+		s    *session
+		seq  uint64
+		ret  *protocol.ReturnBody
+		save int // index of ret in rets
+		ev   *protocol.EventBody
+		bad  error // ends the session
+	}
+	entries := make([]entry, 0, len(b.Items))
+	var rets []*protocol.ReturnBody
+	var encs [][]byte
+	var bad map[*session]bool
+	for i := range b.Items {
+		it, s := &b.Items[i], sessions[i]
+		if s == nil || uint64(s.streamID) != it.Stream {
+			if ce := l.ctrl.log.Check(zap.DebugLevel, "batch item for no session of this link; ignored"); ce != nil {
+				ce.Write(zap.String("device", it.ID), zap.Uint64("stream", it.Stream))
+			}
+			continue
+		}
+		if bad[s] || s.isClosed() {
+			continue
+		}
+		e := entry{s: s}
+		msg, err := protocol.Decode(it.Frame)
+		if err == nil {
+			switch msg := msg.(type) {
+			case *protocol.Return:
+				if e.ret, err = m.openReturn(s, msg); err == nil {
+					e.seq, e.save = msg.Seq, len(rets)
+					rets, encs = append(rets, e.ret), append(encs, msg.Body)
+				}
+			case *protocol.Event:
+				e.seq = msg.Seq
+				e.ev, err = m.openEvent(s, msg)
+			default:
+				err = protocol.Errorf(protocol.KindUnexpected, "a relay's batch may carry returns and events, not %s", msg.Type())
+			}
+		}
+		if err == nil && s.replayed(e.seq) {
+			// Handled before the relay's link dropped: acked again
+			// (replayed), not handled twice.
+			if e.ret != nil {
+				rets, encs = rets[:e.save], encs[:e.save]
+			}
+			continue
+		}
+		if err != nil {
+			e.bad = err
+			if bad == nil {
+				bad = make(map[*session]bool)
+			}
+			bad[s] = true
+		}
+		entries = append(entries, e)
+	}
+
+	var isNew []bool
+	var saveErrs []error
+	if len(rets) > 0 {
+		isNew, saveErrs = m.cache.SaveReturnsNew(rets, encs)
+	}
+
+	// Then, in order, what handle does once a message is opened. A
+	// session ended here acknowledges nothing more: acks are cumulative,
+	// and one for a later item would cover the item that failed.
+	ended := map[*session]bool{}
+	for _, e := range entries {
+		switch {
+		case e.bad != nil:
+			if !ended[e.s] {
+				ended[e.s] = true
+				e.s.close(protocol.KindOf(e.bad), e.bad.Error())
+			}
+		case e.ret != nil:
+			// A stored return is announced even after its session
+			// ended: sent again, it would be a replay and not be.
+			if err := m.returnSaved(e.ret, e.s.rets, isNew[e.save], saveErrs[e.save]); err != nil && !ended[e.s] {
+				ended[e.s] = true
+				err = notStored(err)
+				e.s.close(protocol.KindOf(err), err.Error())
+			}
+			if !ended[e.s] {
+				e.s.ack(e.seq)
+			}
+		case !ended[e.s]:
+			m.agentEvent(e.s, e.ev)
+			e.s.ack(e.seq)
+		}
+	}
 }
 
 // masterMatched reports whether the relay cannot evaluate tgt itself, so

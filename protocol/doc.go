@@ -71,6 +71,14 @@
 //	  | <-- Ack         | <-- Ack (forwarded: acks are end to end) |
 //	  | <-- Job         | <-- Job on the link's first stream      |  signed once
 //
+// From capability 6 ([CapBatch]) the relay does not send returns and
+// events on the device streams: it appends them, each with the device's
+// id and stream, to a [Batch] that it sends on the control stream when it
+// is big enough or old enough. The items are the devices' own frames,
+// unchanged, so the master checks each as if its device's stream had
+// carried it, and acks still come down each device's stream. Everything
+// else of a device's session stays on its stream.
+//
 // MasterKey tells the device that its TLS peer is a relay: it pins the
 // relay's key apart and verifies jobs and KXSig with the master's. The
 // master's key agreement half is derived from its identity and the

@@ -38,6 +38,7 @@ func seedMessages(tb testing.TB) []Message {
 		&Hello{ID: "cam1", Caps: CapabilityVersion, Pub: fuzzKey.Public().(ed25519.PublicKey), KX: make([]byte, 32), KXSig: make([]byte, 64)},
 		&KeyStatus{Status: KeyPending, Caps: CapabilityVersion, MasterKey: fuzzKey.Public().(ed25519.PublicKey)},
 		&Job{Signed: job.Signed, IDs: []string{"cam1"}},
+		testBatch(tb),
 	}
 }
 
@@ -129,6 +130,10 @@ func FuzzDecode(f *testing.F) {
 				m.Open(pub, "web01")
 			case *Event:
 				m.Open(pub, "web01")
+			case *Batch:
+				for _, it := range m.Items {
+					Decode(it.Frame) // must not panic
+				}
 			}
 		} else if KindOf(err) == KindOther {
 			t.Fatalf("Decode(%x): error %v has no kind", data, err)

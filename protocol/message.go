@@ -26,12 +26,16 @@ const (
 	// TypeAck acknowledges returns and events, master to agent: those of
 	// the connection up to a sequence number are stored (see Ack).
 	TypeAck Type = 10
+	// TypeBatch carries several devices' returns and events, relay to
+	// master on a relay link's control stream (see Batch).
+	TypeBatch Type = 11
 )
 
 var typeNames = [...]string{
 	TypeHello: "hello", TypeKeyStatus: "key_status", TypeJob: "job",
 	TypeReturn: "return", TypeEvent: "event", TypeGrains: "grains",
 	TypePing: "ping", TypePong: "pong", TypeError: "error", TypeAck: "ack",
+	TypeBatch: "batch",
 }
 
 func (t Type) String() string {
@@ -86,6 +90,8 @@ func Decode(frame []byte) (Message, error) {
 		m = new(Error)
 	case TypeAck:
 		m = new(Ack)
+	case TypeBatch:
+		m = new(Batch)
 	default:
 		return nil, Errorf(KindUnknownType, "message type %d", frame[0])
 	}

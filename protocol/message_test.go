@@ -33,7 +33,7 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"empty", nil, KindMalformed},
 		{"type 0", []byte{0, 0xa0}, KindUnknownType},
-		{"type 11", []byte{11, 0xa0}, KindUnknownType},
+		{"type 12", []byte{12, 0xa0}, KindUnknownType},
 		{"type 255", []byte{255}, KindUnknownType},
 		{"type only", []byte{byte(TypeHello)}, KindMalformed},
 		{"array body", []byte{byte(TypePing), 0x81, 0x01}, KindMalformed},
@@ -57,7 +57,7 @@ func TestTypeString(t *testing.T) {
 	}{
 		{TypeHello, "hello"}, {TypeKeyStatus, "key_status"}, {TypeJob, "job"}, {TypeReturn, "return"},
 		{TypeEvent, "event"}, {TypeGrains, "grains"}, {TypePing, "ping"}, {TypePong, "pong"},
-		{TypeError, "error"}, {TypeAck, "ack"}, {0, "type(0)"}, {200, "type(200)"},
+		{TypeError, "error"}, {TypeAck, "ack"}, {TypeBatch, "batch"}, {0, "type(0)"}, {200, "type(200)"},
 	} {
 		if got := tc.t.String(); got != tc.want {
 			t.Errorf("Type(%d).String(): got %q, want %q", uint8(tc.t), got, tc.want)

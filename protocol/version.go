@@ -21,7 +21,9 @@ const ALPN = "halite/1"
 //	   one stream per device); the master's key agreement half is derived
 //	   from its key and the agent's half (Identity.SessionKX), so a relay
 //	   can resume a device's session after an upstream reconnect.
-const CapabilityVersion = 5
+//	6: 2026-11-23: Batch: a relay sends its devices' returns and events
+//	   batched on the link's control stream.
+const CapabilityVersion = 6
 
 // CapAck is the first CapabilityVersion whose masters send Ack: an agent
 // talking to an older master drops an item from its outbox once written.
@@ -29,3 +31,8 @@ const CapAck = 4
 
 // CapRelay is the first CapabilityVersion whose masters serve relay links.
 const CapRelay = 5
+
+// CapBatch is the first CapabilityVersion whose masters accept Batch on a
+// relay link: a relay whose master is older sends each device's returns
+// and events on the device's own stream of the link.
+const CapBatch = 6

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"crypto/ed25519"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,7 @@ type device struct {
 	hello    *protocol.Hello // as forwarded (with Pub), grains kept current
 	up       *sender         // its stream on the link; nil while the link is down
 	upStream *quic.Stream
+	batch    *batcher // the link's, while up is set, if the master takes batches
 
 	// under the store's lock
 	pending []*item
@@ -97,7 +99,7 @@ func (d *device) sendWithAck(wire []byte) bool {
 func (d *device) detach(up *sender) {
 	d.mu.Lock()
 	if d.up == up {
-		d.up, d.upStream = nil, nil
+		d.up, d.upStream, d.batch = nil, nil, nil
 	}
 	d.mu.Unlock()
 	up.close()
@@ -116,7 +118,7 @@ func (d *device) close(k protocol.Kind, msg string) {
 		d.down.closeWith(last)
 		d.mu.Lock()
 		up, us := d.up, d.upStream
-		d.up, d.upStream = nil, nil
+		d.up, d.upStream, d.batch = nil, nil, nil
 		d.mu.Unlock()
 		if up != nil {
 			up.close()
@@ -278,6 +280,11 @@ func (r *Relay) readDevice(d *device, f *protocol.Framer) {
 		}
 		switch msg := msg.(type) {
 		case *protocol.Return, *protocol.Event:
+			if len(b) > maxItemFrame {
+				// It could not go up in a batch; an agent never sends one.
+				drop(protocol.KindTooLarge, fmt.Sprintf("%s of %d bytes, limit %d", msg.Type(), len(b), maxItemFrame))
+				return
+			}
 			var body []byte
 			var seq uint64
 			if rt, ok := msg.(*protocol.Return); ok {
@@ -326,7 +333,8 @@ func (r *Relay) readDevice(d *device, f *protocol.Framer) {
 }
 
 // forwardUp keeps a return or event until the master acknowledges it and
-// sends it now if the device's upstream stream is there.
+// sends it now if the device's upstream stream is there: in the link's
+// next batch, or on that stream when the master takes no batches.
 func (r *Relay) forwardUp(d *device, seq uint64, wire []byte) {
 	if seq != 0 {
 		for _, od := range r.store.put(d, seq, wire) {
@@ -338,9 +346,12 @@ func (r *Relay) forwardUp(d *device, seq uint64, wire []byte) {
 		}
 	}
 	d.mu.Lock()
-	up := d.up
+	up, us, b := d.up, d.upStream, d.batch
 	d.mu.Unlock()
-	if up != nil {
+	switch {
+	case b != nil:
+		b.add(d.id, us.StreamID(), wire[4:])
+	case up != nil:
 		up.send(wire)
 	}
 }

@@ -5,12 +5,17 @@
 // site). The master sends each job once per relay; the relay matches its
 // devices with the targets package and fans the signed job out. Devices'
 // returns and events, MAC-tagged with a key agreed end to end with the
-// master, go up unchanged; the master's acks come back down, so a device
-// forgets an item only once the master stored it. While the master is
-// away the relay keeps its devices connected and holds what they send
-// (in memory, bounded by spool_max; the devices' own spools are the
-// durable copy), then replays their Hellos, which resume the same
-// sessions, and sends it all in order. It limits each device's rate and
+// master, go up unchanged, batched: a batcher per link (batch.go) appends
+// every device's to one protocol.Batch, written on the link's control
+// stream when it holds relay: batch_max bytes or batch_delay ms after its
+// first item (with a master older than capability 6, each goes on its
+// device's stream of the link instead). The master's acks come back down
+// each device's stream, so a device forgets an item only once the master
+// stored it. While the master is away the relay keeps its devices
+// connected and holds what they send (in memory, bounded by spool_max;
+// the devices' own spools are the durable copy), then replays their
+// Hellos, which resume the same sessions, and sends each device's held
+// items, in order, before anything new. It limits each device's rate and
 // drops a device that sends what it may not, without anyone else noticing.
 //
 // The relay can delay or drop, never forge or impersonate: see "Relays" in

@@ -217,9 +217,10 @@ func (tm *testMaster) publish(t *testing.T, tgt, fun string, timeout float64, ar
 // testRelay is a relay node: an agent with a relay in its process.
 type testRelay struct {
 	*Relay
-	agent *agent.Agent
-	cfg   *config.Agent
-	run   *runner
+	agent   *agent.Agent
+	cfg     *config.Agent
+	run     *runner
+	maxCaps uint32 // plays a master of at most this capability (0: the master's)
 }
 
 func agentConfig(t *testing.T, id string, masters ...string) *config.Agent {
@@ -238,8 +239,9 @@ func agentConfig(t *testing.T, id string, masters ...string) *config.Agent {
 }
 
 // startRelay runs relay id in front of tm; setup may change its relay:
-// section; tamper, if set, alters what it forwards.
-func startRelay(t *testing.T, tm *testMaster, id string, setup func(*config.Relay), tamper func(typ protocol.Type, wire []byte) []byte) *testRelay {
+// section; tamper, if set, alters what it forwards; opts change the test
+// relay before it starts.
+func startRelay(t *testing.T, tm *testMaster, id string, setup func(*config.Relay), tamper func(typ protocol.Type, wire []byte) []byte, opts ...func(*testRelay)) *testRelay {
 	t.Helper()
 	cfg := agentConfig(t, id, tm.Addr().String())
 	cfg.Relay = config.DefaultRelay()
@@ -248,6 +250,9 @@ func startRelay(t *testing.T, tm *testMaster, id string, setup func(*config.Rela
 		setup(cfg.Relay)
 	}
 	tr := &testRelay{cfg: cfg}
+	for _, o := range opts {
+		o(tr)
+	}
 	tr.boot(t, "127.0.0.1:0", tamper)
 	return tr
 }
@@ -265,6 +270,7 @@ func (tr *testRelay) boot(t *testing.T, listen string, tamper func(typ protocol.
 		t.Fatalf("relay.New: %v", err)
 	}
 	r.tamper = tamper
+	r.maxCaps = tr.maxCaps
 	tr.Relay, tr.agent = r, a
 	tr.run = start(t, "relay "+tr.cfg.ID, func(ctx context.Context) error {
 		ctx, cancel := context.WithCancel(ctx)

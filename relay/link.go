@@ -30,6 +30,10 @@ type link struct {
 	conn      *quic.Conn
 	ctrl      *protocol.Framer
 	masterPub ed25519.PublicKey
+	// batch sends the devices' returns and events on the control stream;
+	// nil when the master is older than protocol.CapBatch: they go on
+	// each device's stream.
+	batch *batcher
 }
 
 // linkLoop keeps the upstream link, reconnecting with jittered
@@ -97,13 +101,18 @@ func (r *Relay) runLink(ctx context.Context, addr string) error {
 	if err != nil {
 		return fmt.Errorf("read link key status: %w", err)
 	}
+	var caps uint32
 	switch msg := msg.(type) {
 	case *protocol.KeyStatus:
+		caps = msg.Caps
+		if r.maxCaps != 0 {
+			caps = min(caps, r.maxCaps)
+		}
 		if msg.Status != protocol.KeyAccepted {
 			return fmt.Errorf("the master has not accepted the relay's key (%s): accept %s with halite-key first", msg.Status, id)
 		}
-		if msg.Caps < protocol.CapRelay {
-			return fmt.Errorf("the master (capability %d) does not serve relays (capability %d)", msg.Caps, protocol.CapRelay)
+		if caps < protocol.CapRelay {
+			return fmt.Errorf("the master (capability %d) does not serve relays (capability %d)", caps, protocol.CapRelay)
 		}
 	case *protocol.Error:
 		return fmt.Errorf("master refused the link: %w", msg.Err())
@@ -111,15 +120,25 @@ func (r *Relay) runLink(ctx context.Context, addr string) error {
 		return fmt.Errorf("master sent %s before the key status", msg.Type())
 	}
 	l := &link{conn: conn, ctrl: f, masterPub: masterPub}
+	var wg sync.WaitGroup
+	if caps >= protocol.CapBatch {
+		// Held items may wait for room up to the spool's size (they are
+		// the store's bytes, not copies).
+		l.batch = newBatcher(conn, f, stream, r.conf.BatchMax, time.Duration(r.conf.BatchDelay)*time.Millisecond, r.conf.SpoolMax, &r.batches)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.batch.run()
+		}()
+	}
 	r.link.Store(l)
 	defer r.link.CompareAndSwap(l, nil)
-	r.log.Info("upstream link up", zap.String("master", addr))
+	r.log.Info("upstream link up", zap.String("master", addr), zap.Bool("batches", l.batch != nil))
 	if _, _, dropped := r.store.stats(); dropped > r.reported {
 		r.event("halite/relay/"+id+"/spool/dropped", map[string]any{"dropped": dropped - r.reported, "total": dropped})
 		r.reported = dropped
 	}
 
-	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -127,6 +146,12 @@ func (r *Relay) runLink(ctx context.Context, addr string) error {
 	}()
 	err = r.readCtrl(ctx, l)
 	conn.CloseWithError(0, "")
+	if l.batch != nil {
+		l.batch.stop()
+		if berr := l.batch.failed(); berr != nil && ctx.Err() == nil {
+			err = berr // the cause; reading the link failed of it
+		}
+	}
 	wg.Wait()
 	return err
 }
@@ -312,7 +337,9 @@ func (r *Relay) reattach(ctx context.Context, l *link, d *device) {
 }
 
 // attach makes s (its Hello answered, accepted) the device's upstream
-// stream: sends what the device sent meanwhile and starts reading.
+// stream: sends what the device sent meanwhile and starts reading. It
+// queues the items under d.mu, where forwardUp looks for the stream, so
+// that they go before anything the device sends next.
 func (r *Relay) attach(ctx context.Context, l *link, d *device, s *quic.Stream, f *protocol.Framer) {
 	up := newSender(s, &r.wg, nil)
 	up.onFail = func() { d.detach(up) }
@@ -326,9 +353,13 @@ func (r *Relay) attach(ctx context.Context, l *link, d *device, s *quic.Stream, 
 		return
 	}
 	for _, w := range wires {
-		up.send(w)
+		if l.batch != nil {
+			l.batch.add(d.id, s.StreamID(), w[4:])
+		} else {
+			up.send(w)
+		}
 	}
-	d.up, d.upStream = up, s
+	d.up, d.upStream, d.batch = up, s, l.batch
 	d.mu.Unlock()
 	r.wg.Add(1)
 	go func() {

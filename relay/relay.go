@@ -59,11 +59,15 @@ type Relay struct {
 
 	droppedDevices atomic.Uint64 // devices dropped for bad behaviour
 	throttled      atomic.Uint64 // returns and events that waited for the device's rate
+	batches        atomic.Uint64 // batches sent to the master
 	reported       uint64        // spool drops already reported; linkLoop only
 
 	// tamper, set only by tests, alters frames the relay forwards (jobs
 	// down, returns and events up), to show that the ends refuse them.
 	tamper func(protocol.Type, []byte) []byte
+	// maxCaps, set only by tests, caps the capability the master tells
+	// the link (0: as told), to play an older master.
+	maxCaps uint32
 }
 
 // New checks the options; Run starts the relay.
@@ -204,6 +208,7 @@ type Stats struct {
 	DroppedDevices uint64 // devices disconnected for bad behaviour, ever
 	Throttled      uint64 // returns and events held back by event_rate, ever
 	Refused        uint64 // device handshakes refused for the admit rate, ever
+	Batches        uint64 // batches of returns and events sent to the master, ever
 }
 
 // Stats returns the relay's counters now.
@@ -217,7 +222,7 @@ func (r *Relay) Stats() Stats {
 	b, items, dropped := r.store.stats()
 	return Stats{Devices: n, Upstream: r.link.Load() != nil, SpoolBytes: b, SpoolItems: items,
 		SpoolDropped: dropped, DroppedDevices: r.droppedDevices.Load(), Throttled: r.throttled.Load(),
-		Refused: r.refused.Load()}
+		Refused: r.refused.Load(), Batches: r.batches.Load()}
 }
 
 // event fires an event as the relay's agent.
@@ -252,7 +257,7 @@ func (r *Relay) heartbeatLoop(ctx context.Context) error {
 		r.event("halite/relay/"+r.o.Config.ID+"/heartbeat", map[string]any{
 			"devices": st.Devices, "upstream": st.Upstream, "spool_bytes": st.SpoolBytes,
 			"spool_items": st.SpoolItems, "spool_dropped": st.SpoolDropped, "devices_dropped": st.DroppedDevices,
-			"throttled": st.Throttled, "handshakes_refused": st.Refused,
+			"throttled": st.Throttled, "handshakes_refused": st.Refused, "batches": st.Batches,
 		})
 	}
 }

@@ -84,3 +84,32 @@ func runWriters(b *testing.B, writers int, save func(*protocol.ReturnBody) error
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "returns/s")
 }
+
+// BenchmarkSaveReturnsNew measures durable returns per second saved in
+// batches of size returns (a relay's batch), one caller at a time.
+func BenchmarkSaveReturnsNew(b *testing.B) {
+	for _, size := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
+			c := openCache(b, filepath.Join(b.TempDir(), "jobs.db"))
+			defer c.Close()
+			jid := JIDAt(time.Now())
+			rs := make([]*protocol.ReturnBody, size)
+			b.ReportAllocs()
+			start := time.Now()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for j := range rs {
+					rs[j] = newReturn(jid, fmt.Sprintf("agent%07d", i*size+j))
+				}
+				_, errs := c.SaveReturnsNew(rs, nil)
+				for _, err := range errs {
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N*size)/time.Since(start).Seconds(), "returns/s")
+		})
+	}
+}

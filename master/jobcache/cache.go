@@ -60,14 +60,14 @@ type Cache struct {
 
 type pendingReturn struct {
 	key, val []byte
-	isNew    bool             // set by the commit that stored it
-	done     chan groupResult // buffered 1
+	// Set by the commit that stored it, before it tells done.
+	isNew bool // the return was not held before
+	err   error
+	done  chan groupResult // its caller's, shared by the caller's returns
 }
 
 type groupResult struct {
-	err   error
-	isNew bool // the return was not held before
-	lead  bool // commit the next group instead
+	lead bool // commit the next group instead (else: one return is done)
 }
 
 // Open opens or creates the cache file at path (its directory is made 0700).
@@ -148,54 +148,104 @@ func (c *Cache) SaveReturnEncoded(r *protocol.ReturnBody, encoded []byte) error 
 // was new: false when a return of the same (jid, id) was already held (a
 // replay), which the caller should not announce again.
 func (c *Cache) SaveReturnNew(r *protocol.ReturnBody, encoded []byte) (bool, error) {
+	isNew, errs := c.SaveReturnsNew([]*protocol.ReturnBody{r}, [][]byte{encoded})
+	return isNew[0], errs[0]
+}
+
+// SaveReturnsNew is SaveReturnNew for many returns at once (a relay's
+// batch): they join the group commit together and the call waits for
+// them once, where one SaveReturnNew after the other would wait for a
+// commit each. encoded[i] is the encoding of rs[i], or nil (encoded may
+// be nil). The results are per return, in order.
+func (c *Cache) SaveReturnsNew(rs []*protocol.ReturnBody, encoded [][]byte) (isNew []bool, errs []error) {
+	isNew, errs = make([]bool, len(rs)), make([]error, len(rs))
+	ps := make([]*pendingReturn, len(rs))
+	queue := make([]*pendingReturn, 0, len(rs))
+	done := make(chan groupResult, len(rs)+1) // a result each, and one call to lead
+	for i, r := range rs {
+		var val []byte
+		if encoded != nil {
+			val = encoded[i]
+		}
+		key, val, err := returnRecord(r, val)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		ps[i] = &pendingReturn{key: key, val: val, done: done}
+		queue = append(queue, ps[i])
+	}
+	if len(queue) > 0 {
+		c.commitQueued(queue, done)
+	}
+	for i, p := range ps {
+		if p != nil {
+			isNew[i], errs[i] = p.isNew, wrapReturnErr(rs[i], p.err)
+		}
+	}
+	return isNew, errs
+}
+
+// returnRecord checks r and returns its key and value in the cache.
+func returnRecord(r *protocol.ReturnBody, encoded []byte) (key, val []byte, err error) {
 	if !protocol.IsJID(r.JID) {
-		return false, fmt.Errorf("save return: jid %q is not a 20-digit jid", r.JID)
+		return nil, nil, fmt.Errorf("save return: jid %q is not a 20-digit jid", r.JID)
 	}
 	if err := protocol.ValidID(r.ID); err != nil {
-		return false, fmt.Errorf("save return %s: %w", r.JID, err)
+		return nil, nil, fmt.Errorf("save return %s: %w", r.JID, err)
 	}
-	val := encoded
+	val = encoded
 	if val == nil {
-		var err error
 		if val, err = protocol.Marshal(r); err != nil {
-			return false, fmt.Errorf("save return %s/%s: %w", r.JID, r.ID, err)
+			return nil, nil, fmt.Errorf("save return %s/%s: %w", r.JID, r.ID, err)
 		}
 	}
-	p := &pendingReturn{key: returnKey(r.JID, r.ID), val: val, done: make(chan groupResult, 1)}
+	return returnKey(r.JID, r.ID), val, nil
+}
 
+// commitQueued queues ps (whose done is done) for the group commit and
+// returns once every one of them is committed. One caller at a time leads:
+// it commits what is queued, up to maxGroup, then hands the lead to the
+// caller of the first return still queued. Callers whose returns arrive
+// meanwhile wait and share the next commit. A caller with more than
+// maxGroup returns may lead several commits in turn.
+func (c *Cache) commitQueued(ps []*pendingReturn, done chan groupResult) {
 	c.gmu.Lock()
-	c.queue = append(c.queue, p)
-	if c.busy {
-		c.gmu.Unlock()
-		res := <-p.done
-		if !res.lead {
-			return res.isNew, wrapReturnErr(r, res.err)
-		}
-	} else {
-		c.busy = true
-		c.gmu.Unlock()
-	}
-	// This caller leads: it commits what is queued, itself included.
-	c.gmu.Lock()
-	n := min(len(c.queue), maxGroup)
-	group := c.queue[:n:n]
-	c.queue = c.queue[n:]
+	c.queue = append(c.queue, ps...)
+	lead := !c.busy
+	c.busy = true
 	c.gmu.Unlock()
-
-	c.commitGroup(group)
-
-	c.gmu.Lock()
-	if len(c.queue) > 0 {
-		next := c.queue[0]
+	for left := len(ps); left > 0; {
+		if !lead {
+			if res := <-done; !res.lead {
+				left--
+				continue
+			}
+		}
+		lead = false
+		c.gmu.Lock()
+		n := min(len(c.queue), maxGroup)
+		group := c.queue[:n:n]
+		c.queue = c.queue[n:]
 		c.gmu.Unlock()
-		next.done <- groupResult{lead: true}
-	} else {
-		c.busy = false
-		c.queue = nil
-		c.gmu.Unlock()
+
+		c.commitGroup(group)
+
+		c.gmu.Lock()
+		if len(c.queue) > 0 {
+			next := c.queue[0]
+			c.gmu.Unlock()
+			if next.done == done {
+				lead = true // our own returns are next: no one else may lead
+			} else {
+				next.done <- groupResult{lead: true}
+			}
+		} else {
+			c.busy = false
+			c.queue = nil
+			c.gmu.Unlock()
+		}
 	}
-	res := <-p.done
-	return res.isNew, wrapReturnErr(r, res.err)
 }
 
 func wrapReturnErr(r *protocol.ReturnBody, err error) error {
@@ -234,13 +284,15 @@ func (c *Cache) commitGroup(group []*pendingReturn) {
 	err := put(group)
 	if err == nil || len(group) == 1 {
 		for _, p := range group {
-			p.done <- groupResult{err: err, isNew: err == nil && p.isNew}
+			p.isNew, p.err = err == nil && p.isNew, err
+			p.done <- groupResult{}
 		}
 		return
 	}
 	for _, p := range group {
 		err := put([]*pendingReturn{p})
-		p.done <- groupResult{err: err, isNew: err == nil && p.isNew}
+		p.isNew, p.err = err == nil && p.isNew, err
+		p.done <- groupResult{}
 	}
 }
 

@@ -495,3 +495,63 @@ func TestSaveReturnNew(t *testing.T) {
 		t.Error("SaveReturnNew with a bad jid: got nil error")
 	}
 }
+
+// TestSaveReturnsNew: a batch of returns is one commit, reports each
+// return's own outcome (new, replayed, refused) in order, and a batch
+// larger than a group, saved while single returns arrive, is stored whole.
+func TestSaveReturnsNew(t *testing.T) {
+	c := openCache(t, "")
+	defer c.Close()
+	jid := JIDAt(t0)
+	if err := c.SaveReturn(newReturn(jid, "old")); err != nil {
+		t.Fatal(err)
+	}
+	var groups []int
+	c.beforeCommit = func(n int) { groups = append(groups, n) }
+	rs := []*protocol.ReturnBody{newReturn(jid, "a"), newReturn(jid, "old"), newReturn("nope", "b"), newReturn(jid, "a"), newReturn(jid, "c")}
+	isNew, errs := c.SaveReturnsNew(rs, nil)
+	if d := cmp.Diff([]bool{true, false, false, false, true}, isNew); d != "" {
+		t.Errorf("isNew (-want +got):\n%s", d)
+	}
+	for i, err := range errs {
+		if (err != nil) != (i == 2) {
+			t.Errorf("return %d: err %v", i, err)
+		}
+	}
+	if d := cmp.Diff([]int{4}, groups); d != "" {
+		t.Errorf("commit group sizes (-want +got):\n%s", d)
+	}
+	c.beforeCommit = nil
+
+	const big = maxGroup + 100
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.SaveReturn(newReturn(jid, fmt.Sprintf("single%02d", i))); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	rs = rs[:0]
+	for i := range big {
+		rs = append(rs, newReturn(jid, fmt.Sprintf("batch%05d", i)))
+	}
+	isNew, errs = c.SaveReturnsNew(rs, nil)
+	wg.Wait()
+	for i := range rs {
+		if !isNew[i] || errs[i] != nil {
+			t.Fatalf("big batch, return %d: isNew %v, err %v", i, isNew[i], errs[i])
+		}
+	}
+	if rets, _ := c.GetReturns(jid); len(rets) != 3+big+20 {
+		t.Errorf("returns: got %d, want %d", len(rets), 3+big+20)
+	}
+	c.gmu.Lock()
+	busy, queued := c.busy, len(c.queue)
+	c.gmu.Unlock()
+	if busy || queued != 0 {
+		t.Errorf("after all calls returned: busy %v, %d queued, want idle and empty", busy, queued)
+	}
+}
