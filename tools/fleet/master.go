@@ -2,9 +2,11 @@ package fleet
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/master"
@@ -30,7 +32,7 @@ func StartMaster(root string, setup func(*config.Master)) (*Master, error) {
 	if setup != nil {
 		setup(cfg)
 	}
-	m, err := master.New(cfg, zap.NewNop())
+	m, err := master.New(cfg, debugLog("FLEETSIM_MASTER_LOG"))
 	if err != nil {
 		return nil, err
 	}
@@ -50,4 +52,21 @@ func StartMaster(root string, setup func(*config.Master)) (*Master, error) {
 func (m *Master) Stop() error {
 	m.cancel()
 	return <-m.done
+}
+
+// debugLog is a logger to standard error at the level the environment
+// variable env names (debug, info, warn, error), for finding out what a
+// simulation does; none if it is not set.
+func debugLog(env string) *zap.Logger {
+	lvl, err := zapcore.ParseLevel(os.Getenv(env))
+	if os.Getenv(env) == "" || err != nil {
+		return zap.NewNop()
+	}
+	c := zap.NewDevelopmentConfig()
+	c.Level = zap.NewAtomicLevelAt(lvl)
+	l, err := c.Build()
+	if err != nil {
+		return zap.NewNop()
+	}
+	return l
 }

@@ -54,7 +54,7 @@ func StartRelays(root, master string, n, maxDevices, admit int, listen []string)
 		if i < len(listen) {
 			addr = listen[i]
 		}
-		r, err := relay.New(relay.Options{Config: cfg, Identity: ident, Version: agent.Version, Log: zap.NewNop(), Listen: addr})
+		r, err := relay.New(relay.Options{Config: cfg, Identity: ident, Version: agent.Version, Log: debugLog("FLEETSIM_RELAY_LOG").With(zap.String("relay", id)), Listen: addr})
 		if err != nil {
 			cancel()
 			return nil, err

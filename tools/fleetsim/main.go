@@ -44,15 +44,23 @@ func main() {
 	asJSON := flag.Bool("json", false, "print JSON objects")
 	ramp := flag.Int("ramp", 0, "with -relays: devices started per second at first (0: all at once)")
 	child := flag.Bool("relay-child", false, "internal: run relays for the parent fleetsim")
+	masterChildFlag := flag.Bool("master-child", false, "internal: run the master for the parent fleetsim")
 	master := flag.String("master", "", "internal: -relay-child's master address")
 	per := flag.Int("per", 0, "internal: -relay-child's devices per relay")
 	admit := flag.Int("admit", 0, "with -relays: each relay's admit rate, devices a second (0: the relays' share of what this machine's cores handshake, about 1500 a second over all)")
 	root := flag.String("root", "", "internal: -relay-child's directory")
 	listen := flag.String("listen", "", "internal: -relay-child's addresses")
 	flag.Parse()
-	if a := os.Getenv("FLEETSIM_PPROF"); a != "" && !*child {
+	if a := os.Getenv("FLEETSIM_PPROF"); a != "" && !*child && !*masterChildFlag {
 		// Profiling the simulator and its master: go tool pprof http://<a>/debug/pprof/profile
 		go http.ListenAndServe(a, nil)
+	}
+	if *masterChildFlag {
+		if err := runMasterChild(*root); err != nil {
+			fmt.Fprintln(os.Stderr, "fleetsim master:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if *child {
 		if err := relayChild(*master, *root, *listen, *relays, *per, *admit); err != nil {

@@ -35,19 +35,25 @@ type relayReport struct {
 	RelayRSSMiB       float64 `json:"relays_rss_mib"`
 	RelayKiBPerDevice float64 `json:"relay_kib_per_device"`
 	// CPU time per round (all rounds, warm-up included), of this process
-	// (simulated devices and master) and of the relays' process: steadier
+	// (the simulated devices), the master's and the relays': steadier
 	// than wall times on a shared machine.
 	// CPU time per device connected, the same way.
-	ConnSimCPUMS   float64 `json:"connect_sim_master_cpu_ms_per_device"`
-	ConnRelayCPUMS float64 `json:"connect_relays_cpu_ms_per_device"`
-	SimCPUMS       float64 `json:"sim_master_cpu_ms_per_round"`
-	RelayCPUMS     float64 `json:"relays_cpu_ms_per_round"`
-	Storm          string  `json:"storm,omitempty"`
-	StormS         float64 `json:"storm_all_back_s,omitempty"`
-	StormPingMS    float64 `json:"storm_first_ping_ms,omitempty"`
+	ConnSimCPUMS    float64 `json:"connect_sim_cpu_ms_per_device"`
+	ConnMasterCPUMS float64 `json:"connect_master_cpu_ms_per_device"`
+	ConnRelayCPUMS  float64 `json:"connect_relays_cpu_ms_per_device"`
+	// UDP datagrams sent on this machine per device per round (every
+	// process: devices, relays, master; a round's job, return, acks and
+	// QUIC's own acks), from /proc/net/snmp.
+	UDPPerDevice float64 `json:"udp_datagrams_per_device_round"`
+	SimCPUMS     float64 `json:"sim_cpu_ms_per_round"`
+	MasterCPUMS  float64 `json:"master_cpu_ms_per_round"`
+	RelayCPUMS   float64 `json:"relays_cpu_ms_per_round"`
+	Storm        string  `json:"storm,omitempty"`
+	StormS       float64 `json:"storm_all_back_s,omitempty"`
+	StormPingMS  float64 `json:"storm_first_ping_ms,omitempty"`
 }
 
-// measureRelays runs a master here, r relays in a child process (so that
+// measureRelays runs a master in a child process, r relays in another (so that
 // their memory is their own) and n simulated devices spread over them,
 // times rounds of test.ping to all, and with storm kills the relays' process
 // and restarts it on the same ports, timing until every device is back.
@@ -64,13 +70,17 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	if err := fleet.PreAccept(filepath.Join(root, "pki"), opts); err != nil {
 		return err
 	}
-	m, err := fleet.StartMaster(root, nil)
+	// The master runs in a process of its own, as it would on its own
+	// machine: inside this one it would be one goroutine among the
+	// simulated devices' tens of thousands and starve when they all
+	// reconnect at once.
+	m, err := startMasterChild(root)
 	if err != nil {
 		return err
 	}
-	defer m.Stop()
+	defer stopChild(m.cmd)
 	per := (n + r - 1) / r
-	child, addrs, err := startRelayChild(root, m.Addr().String(), r, per, admit, nil)
+	child, addrs, err := startRelayChild(root, m.Addr, r, per, admit, nil)
 	if err != nil {
 		return err
 	}
@@ -80,9 +90,9 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		}
 	}()
 	rss0 := rssKiB(child.Process.Pid)
-	simCPU0, relayCPU0 := cpuTime(os.Getpid()), cpuTime(child.Process.Pid)
+	simCPU0, relayCPU0, masterCPU0 := cpuTime(os.Getpid()), cpuTime(child.Process.Pid), cpuTime(m.cmd.Process.Pid)
 	start := time.Now()
-	f, err := fleet.Start("", fleet.Options{N: n, MasterFP: m.Fingerprint(), Addrs: addrs, Ramp: ramp, Seed: opts.Seed})
+	f, err := fleet.Start("", fleet.Options{N: n, MasterFP: m.Finger, Addrs: addrs, Ramp: ramp, Seed: opts.Seed})
 	if err != nil {
 		return err
 	}
@@ -96,14 +106,16 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	}
 	connect := time.Since(start)
 	connSimCPU, connRelayCPU := cpuTime(os.Getpid())-simCPU0, cpuTime(child.Process.Pid)-relayCPU0
+	connMasterCPU := cpuTime(m.cmd.Process.Pid) - masterCPU0
 	rss1 := rssKiB(child.Process.Pid)
 	// A round in which some device did not return (its session was being
 	// re-established when the job went out) is counted, not timed.
 	var times []time.Duration
 	failed := 0
-	simCPU0, relayCPU0 = cpuTime(os.Getpid()), cpuTime(child.Process.Pid)
+	simCPU0, relayCPU0, masterCPU0 = cpuTime(os.Getpid()), cpuTime(child.Process.Pid), cpuTime(m.cmd.Process.Pid)
+	udp0 := udpSent()
 	for i := 0; i < warmup+rounds; i++ {
-		d, err := ping(ctx, m.Config.SocketPath(), "sim-*", n)
+		d, err := ping(ctx, m.Socket, "sim-*", n)
 		var inc *incomplete
 		if errors.As(err, &inc) {
 			fmt.Fprintf(os.Stderr, "fleetsim: round %d: %v\n", i, err)
@@ -124,9 +136,12 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	all := float64(warmup + rounds)
+	udpPerDevice := float64(udpSent()-udp0) / all / float64(n)
 	simCPU, relayCPU := cpuTime(os.Getpid())-simCPU0, cpuTime(child.Process.Pid)-relayCPU0
+	masterCPU := cpuTime(m.cmd.Process.Pid) - masterCPU0
 	rep := relayReport{SimCPUMS: ms(simCPU) / all, RelayCPUMS: ms(relayCPU) / all,
-		ConnSimCPUMS: ms(connSimCPU) / float64(n), ConnRelayCPUMS: ms(connRelayCPU) / float64(n), Devices: n, Relays: r, Rounds: len(times), Incomplete: failed, ConnectS: connect.Seconds(),
+		MasterCPUMS: ms(masterCPU) / all, ConnMasterCPUMS: ms(connMasterCPU) / float64(n),
+		UDPPerDevice: udpPerDevice, ConnSimCPUMS: ms(connSimCPU) / float64(n), ConnRelayCPUMS: ms(connRelayCPU) / float64(n), Devices: n, Relays: r, Rounds: len(times), Incomplete: failed, ConnectS: connect.Seconds(),
 		P50MS: ms(pct(times, 50)), P99MS: ms(pct(times, 99)), MinMS: ms(times[0]), MaxMS: ms(times[len(times)-1]),
 		RelayRSSMiB: float64(rss1) / 1024, RelayKiBPerDevice: float64(rss1-rss0) / float64(n)}
 	if storm != "" {
@@ -140,7 +155,7 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		} else {
 			stopChild(child)
 		}
-		child, _, err = startRelayChild(root, m.Addr().String(), r, per, admit, addrs)
+		child, _, err = startRelayChild(root, m.Addr, r, per, admit, addrs)
 		if err != nil {
 			return fmt.Errorf("restart relays: %w", err)
 		}
@@ -151,7 +166,7 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 			return err
 		}
 		back := time.Since(restart)
-		d, err := ping(ctx, m.Config.SocketPath(), "sim-*", n)
+		d, err := ping(ctx, m.Socket, "sim-*", n)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "fleetsim: ping after the storm: %v\n", err)
 		}
@@ -262,6 +277,32 @@ func cpuTime(pid int) time.Duration {
 	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
 }
 
+// udpSent is the machine's count of UDP datagrams sent so far.
+func udpSent() int64 {
+	b, err := os.ReadFile("/proc/net/snmp")
+	if err != nil {
+		return 0
+	}
+	var names []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "Udp:" {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		for i, name := range names {
+			if name == "OutDatagrams" && i < len(f) {
+				v, _ := strconv.ParseInt(f[i], 10, 64)
+				return v
+			}
+		}
+	}
+	return 0
+}
+
 // rssKiB is a process's resident set size.
 func rssKiB(pid int) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -303,17 +344,7 @@ func relayChild(master, root, listen string, r, per, admit int) error {
 	}
 	b, _ := json.Marshal(map[string]any{"addrs": rs.Addrs()})
 	fmt.Println(string(b))
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	eof := make(chan struct{})
-	go func() {
-		bufio.NewReader(os.Stdin).ReadString(0)
-		close(eof)
-	}()
-	select {
-	case <-sig:
-	case <-eof:
-	}
+	waitStop()
 	return rs.Stop()
 }
 
@@ -354,4 +385,82 @@ func topErrors(f *fleet.Fleet) string {
 		fmt.Fprintf(&b, "\n  %6d× %s", e.n, e.k)
 	}
 	return b.String()
+}
+
+// masterChild is a master run by startMasterChild.
+type masterChild struct {
+	cmd                  *exec.Cmd
+	Addr, Socket, Finger string
+}
+
+// startMasterChild runs this program with -master-child and reads the
+// master's address, local API socket and key fingerprint from its first
+// line of output.
+func startMasterChild(root string) (*masterChild, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, "-master-child", "-root", root)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := cmd.StdinPipe(); err != nil { // closed when this process exits: the child stops then
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, errors.New("master child exited before listening")
+	}
+	m := &masterChild{cmd: cmd}
+	if err := json.Unmarshal(sc.Bytes(), m); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, fmt.Errorf("master child: %w", err)
+	}
+	go func() {
+		for sc.Scan() {
+			fmt.Fprintln(os.Stderr, "master:", sc.Text())
+		}
+	}()
+	return m, nil
+}
+
+// runMasterChild is -master-child: run a master under root until stdin
+// closes or a signal.
+func runMasterChild(root string) error {
+	if a := os.Getenv("FLEETSIM_MASTER_PPROF"); a != "" {
+		go http.ListenAndServe(a, nil)
+	}
+	m, err := fleet.StartMaster(root, nil)
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(map[string]string{"Addr": m.Addr().String(), "Socket": m.Config.SocketPath(), "Finger": m.Fingerprint()})
+	fmt.Println(string(b))
+	waitStop()
+	return m.Stop()
+}
+
+// waitStop returns on SIGTERM or SIGINT, or when standard input closes
+// (the parent exited).
+func waitStop() {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	eof := make(chan struct{})
+	go func() {
+		bufio.NewReader(os.Stdin).ReadString(0)
+		close(eof)
+	}()
+	select {
+	case <-sig:
+	case <-eof:
+	}
 }
