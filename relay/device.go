@@ -285,19 +285,26 @@ func (r *Relay) readDevice(d *device, f *protocol.Framer) {
 // sends it now if the device's upstream stream is there.
 func (r *Relay) forwardUp(d *device, seq uint64, wire []byte) {
 	if seq != 0 {
-		for _, od := range r.store.put(d, seq, wire) {
-			od.log.Warn("relay spool full (spool_max): the device must send its oldest items again")
-			if !od.attached() {
-				continue // told when its session resumes (attach)
-			}
-			od.close(protocol.KindRateLimited, "the relay dropped some of this device's returns or events for room; send them again")
-		}
+		r.spoolDropped(r.store.put(d, seq, wire))
 	}
 	d.mu.Lock()
 	up := d.up
 	d.mu.Unlock()
 	if up != nil {
 		up.send(wire)
+	}
+}
+
+// spoolDropped disconnects the devices whose items the store dropped (for
+// room, or unwritable), so that they send them again from their own
+// spools. The caller holds neither the store's lock nor a device's.
+func (r *Relay) spoolDropped(lost []*device) {
+	for _, od := range lost {
+		od.log.Warn("the relay dropped some of this device's returns or events (spool_max, or a failed write): it must send them again")
+		if !od.attached() {
+			continue // told when its session resumes (attach)
+		}
+		od.close(protocol.KindRateLimited, "the relay dropped some of this device's returns or events; send them again")
 	}
 }
 

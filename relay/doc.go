@@ -8,10 +8,14 @@
 // master, go up unchanged; the master's acks come back down, so a device
 // forgets an item only once the master stored it. While the master is
 // away the relay keeps its devices connected and holds what they send
-// (in memory, bounded by spool_max; the devices' own spools are the
-// durable copy), then replays their Hellos, which resume the same
-// sessions, and sends it all in order. It limits each device's rate and
-// drops a device that sends what it may not, without anyone else noticing.
+// on disk (an append-only log under cachedir/relay-spool, bounded by
+// spool_max, the oldest dropped first and counted; memory holds only an
+// index; the devices' own spools are the durable copy), then replays
+// their Hellos, which resume the same sessions, and sends it all in
+// order. What a previous run of the relay left on disk is counted as
+// dropped and deleted: its devices send it again when they reconnect. It
+// limits each device's rate and drops a device that sends what it may
+// not, without anyone else noticing.
 //
 // The relay can delay or drop, never forge or impersonate: see "Relays" in
 // docs/ARCHITECTURE.md and the package comment of protocol.

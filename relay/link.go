@@ -322,7 +322,7 @@ func (r *Relay) attach(ctx context.Context, l *link, d *device, s *quic.Stream, 
 		d.mu.Unlock()
 		s.CancelRead(0)
 		s.Close()
-		d.close(protocol.KindRateLimited, "the relay dropped some of this device's returns or events for room; send them again")
+		d.close(protocol.KindRateLimited, "the relay dropped some of this device's returns or events; send them again")
 		return
 	}
 	for _, w := range wires {
