@@ -15,8 +15,10 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/internal/reclog"
 	"github.com/halite-fleet/halite/internal/testwait"
+	"github.com/halite-fleet/halite/protocol"
 )
 
 // openTestStore opens a store in dir of at most max bytes, with segments
@@ -430,5 +432,34 @@ func BenchmarkStorePutAck(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// TestStoreOpenError: a spool directory that cannot be made is an error
+// that names it, from the store and from the relay's Run.
+func TestStoreOpenError(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "cache")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(file, "relay-spool")
+	err := newStore(dir, 1<<20, zap.NewNop()).open()
+	if err == nil || !strings.Contains(err.Error(), dir) {
+		t.Errorf("open under a file: %v, want an error naming %s", err, dir)
+	}
+
+	cfg := config.DefaultAgent()
+	cfg.ID, cfg.Master, cfg.CacheDir = "r1", []string{"127.0.0.1:1"}, file
+	cfg.Relay = config.DefaultRelay()
+	ident, _, err := protocol.LoadOrCreateIdentity(filepath.Join(t.TempDir(), "pki"), "minion")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Options{Config: cfg, Identity: ident, Log: zap.NewNop(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if err := r.Run(t.Context()); err == nil || !strings.Contains(err.Error(), dir) {
+		t.Errorf("Run with an unusable cachedir: %v, want an error naming %s", err, dir)
 	}
 }
