@@ -570,9 +570,11 @@ func (s *store) ack(d *device, seq uint64) {
 	}
 	clear(d.pending[:i])
 	d.pending = d.pending[i:]
-	// The ack is logged only if some acked record is still in a segment,
-	// so that a restart does not count it.
-	if cur := s.currentLocked(); onDisk && cur != nil && s.opened {
+	// The ack is logged if some acked record is still in a segment, so
+	// that a restart does not count it; not past spool_max (a restart
+	// would count the item: it is no worse than a crash before the write).
+	n := int64(reclog.Size(len(d.id)))
+	if cur := s.currentLocked(); onDisk && cur != nil && s.opened && s.disk+n <= s.max {
 		if len(s.buf) == 0 {
 			s.wake()
 		}
