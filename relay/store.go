@@ -26,8 +26,9 @@ const (
 
 const (
 	// maxSegment and minSegment bound the size of a segment file; within
-	// them it is an eighth of spool_max, so that dropping the oldest
-	// segment for room drops an eighth of what waits, not all of it.
+	// them (and never past spool_max) it is an eighth of spool_max, so
+	// that dropping the oldest segment for room drops an eighth of what
+	// waits, not all of it.
 	maxSegment = 4 << 20
 	minSegment = 64 << 10
 	// flushSize and flushDelay bound the write buffer: records reach the
@@ -119,7 +120,7 @@ type item struct {
 	gone bool // acked, forgotten or dropped
 }
 
-// newStore makes a store of at most max bytes of segments in dir; open
+// newStore makes a store of at most limit bytes of segments in dir; open
 // readies it.
 func newStore(dir string, limit int64, log *zap.Logger) *store {
 	return &store{dir: dir, max: limit, segMax: max(min(limit/8, maxSegment), min(minSegment, limit), 1), log: log}
@@ -155,14 +156,14 @@ func (s *store) open() error {
 		s.log.Info("relay spool: returns and events of the previous run were never acknowledged; counted as dropped, their devices send them again",
 			zap.String("dir", s.dir), zap.Int("items", found), zap.Int("segments", len(names)))
 	}
+	s.kick = make(chan struct{}, 1)
+	s.stop = make(chan struct{})
+	s.done = make(chan struct{})
 	s.mu.Lock()
 	s.dropped += uint64(found)
 	s.nextSeg = last + 1
 	s.opened = true
 	s.mu.Unlock()
-	s.kick = make(chan struct{}, 1)
-	s.stop = make(chan struct{})
-	s.done = make(chan struct{})
 	go s.flushLoop()
 	return nil
 }
