@@ -165,7 +165,7 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 			delete(r.devices, d.id)
 		}
 		r.mu.Unlock()
-		r.store.forget(d)
+		r.store.forget(d, ctx.Err() != nil)
 		if d.accepted.Load() {
 			log.Info("device disconnected")
 			// Not while the relay stops: its agent's outbox is closing too,
@@ -204,6 +204,9 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 		return
 	}
 	d.accepted.Store(true)
+	if err := r.store.saveHello(d); err != nil {
+		log.Debug("keep the device's hello for a restart", zap.Error(err))
+	}
 	r.attach(ctx, l, d, us, uf)
 	log.Info("device connected")
 	r.event(r.deviceTag(d.id, "connected"), map[string]any{"id": d.id, "finger": protocol.Fingerprint(pub)})

@@ -12,8 +12,10 @@
 // spool_max, the oldest dropped first and counted; memory holds only an
 // index; the devices' own spools are the durable copy), then replays
 // their Hellos, which resume the same sessions, and sends it all in
-// order. What a previous run of the relay left on disk is counted as
-// dropped and deleted: its devices send it again when they reconnect. It
+// order. A relay restarted while the master is unreachable still has what
+// its devices sent before it stopped: once the link is back it resumes
+// each such device's session with the Hello it kept, and delivers it even
+// if the device never returns (what it cannot, it counts as dropped). It
 // limits each device's rate and drops a device that sends what it may
 // not, without anyone else noticing.
 //

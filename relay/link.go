@@ -120,10 +120,14 @@ func (r *Relay) runLink(ctx context.Context, addr string) error {
 	}
 
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		r.reattachAll(ctx, l)
+	}()
+	go func() {
+		defer wg.Done()
+		r.resumeOrphans(ctx, l)
 	}()
 	err = r.readCtrl(ctx, l)
 	conn.CloseWithError(0, "")

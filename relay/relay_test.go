@@ -267,8 +267,9 @@ func TestRelayDevicePins(t *testing.T) {
 }
 
 // TestRelaySpoolRestart: a relay that starts with returns and events of
-// its previous run on disk counts them as dropped and reports them once
-// its link is up (their devices send them again from their own spools).
+// its previous run on disk, of a device whose Hello it did not keep,
+// counts them as dropped and reports them once its link is up (the device
+// sends them again from its own spool).
 func TestRelaySpoolRestart(t *testing.T) {
 	tm := startMaster(t, true)
 	tr := startRelay(t, tm, "r1", nil, nil)

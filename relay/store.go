@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,8 +18,10 @@ import (
 
 // Record kinds of the relay's spool.
 const (
-	recWire = 'w' // a device's return or event: uvarint id length, id, wire frame
-	recAck  = 'a' // the master acknowledged a device's items up to seq: id
+	recWire   = 'w' // a device's return or event: uvarint id length, id, wire frame
+	recAck    = 'a' // the master acknowledged a device's items up to seq: id
+	recForget = 'f' // the device left while the relay ran: its items before this are not to be resumed: id
+	recHello  = 'h' // a device's Hello as forwarded (seq 0), alone in its file under hello/
 )
 
 const (
@@ -63,15 +63,14 @@ const maxWireRecord = protocol.DefaultMaxFrame + 1024
 // along: the relay's files are not the durable copy, and an item dropped
 // here is not lost; the device is disconnected so that it sends it again.
 // Items are dropped for room (past spool_max bytes of segments on disk the
-// oldest segment goes whole, its items counted), when they cannot be
-// written (a full disk: counted too), and when the relay restarts (what
-// the previous run left is counted and deleted; see open).
+// oldest segment goes whole, its items counted) and when they cannot be
+// written (a full disk: counted too). What a previous run left is sent
+// by resuming its devices' sessions (see resume.go).
 //
 // A segment is deleted as soon as none of its items waits; the one being
 // written, when it is the only one, is emptied instead. The master's acks
-// are logged too, so that a restart counts only what was never
-// acknowledged (up to the last write before a crash; items forgotten
-// because their device left count too: they were not delivered).
+// are logged too, and devices that leave, so that a restart sends only
+// what was never acknowledged by a device that had not left.
 type store struct {
 	dir    string
 	max    int64
@@ -93,6 +92,7 @@ type store struct {
 	failing bool   // the last write failed (its error was logged)
 	dirty   bool   // written since the last fsync
 	opened  bool
+	orphans []*device // devices of the previous run whose items wait (see load)
 
 	kick chan struct{} // the flusher has something to do
 	stop chan struct{}
@@ -102,6 +102,7 @@ type store struct {
 // segment is one file of the log.
 type segment struct {
 	path    string
+	sealed  bool // left by a previous run: read, never written
 	f       *os.File
 	size    int64   // bytes of its records, written or buffered
 	written int64   // bytes written to f
@@ -126,89 +127,23 @@ func newStore(dir string, limit int64, log *zap.Logger) *store {
 	return &store{dir: dir, max: limit, segMax: max(min(limit/8, maxSegment), min(minSegment, limit), 1), log: log}
 }
 
-// open makes the directory, counts and deletes what a previous run left
-// in it, and starts the flusher; close stops it.
-//
-// What is on disk when the relay starts belongs to sessions of its
-// previous run, whose devices still hold every item in their own spools
-// and send them again when they reconnect (acks are end to end). So the
-// items found are counted as dropped, reported after the first
-// reconnect like any other drop, and deleted.
+// open makes the directory, takes up what a previous run left in it (see
+// load), and starts the flusher; close stops it.
 func (s *store) open() error {
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(s.dir, helloDir), 0o700); err != nil {
 		return fmt.Errorf("open relay spool %s: %w", s.dir, err)
 	}
-	names, err := filepath.Glob(filepath.Join(s.dir, "*"+segSuffix))
-	if err != nil {
+	if err := s.load(); err != nil {
 		return fmt.Errorf("open relay spool %s: %w", s.dir, err)
-	}
-	slices.Sort(names) // ids are fixed-width hex: oldest first
-	found, last, err := scanSegments(names)
-	if err != nil {
-		return fmt.Errorf("open relay spool %s: %w", s.dir, err)
-	}
-	for _, name := range names {
-		if err := os.Remove(name); err != nil {
-			return fmt.Errorf("open relay spool %s: %w", s.dir, err)
-		}
-	}
-	if found > 0 {
-		s.log.Info("relay spool: returns and events of the previous run were never acknowledged; counted as dropped, their devices send them again",
-			zap.String("dir", s.dir), zap.Int("items", found), zap.Int("segments", len(names)))
 	}
 	s.kick = make(chan struct{}, 1)
 	s.stop = make(chan struct{})
 	s.done = make(chan struct{})
 	s.mu.Lock()
-	s.dropped += uint64(found)
-	s.nextSeg = last + 1
 	s.opened = true
 	s.mu.Unlock()
 	go s.flushLoop()
 	return nil
-}
-
-// scanSegments reads a previous run's segments and returns how many of
-// their items were never acknowledged, and the highest segment id. A
-// segment ends at its first damaged record (a torn write).
-func scanSegments(names []string) (live int, last uint64, err error) {
-	held := make(map[string][]uint64) // device id: seqs, ascending
-	for _, name := range names {
-		id, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(name), segSuffix), 16, 64)
-		if err == nil {
-			last = max(last, id)
-		}
-		b, err := os.ReadFile(name)
-		if err != nil {
-			return 0, 0, err
-		}
-		for {
-			rec, n, ok := reclog.Next(b, maxWireRecord)
-			if !ok {
-				break
-			}
-			b = b[n:]
-			switch rec.Kind {
-			case recWire:
-				dev, _, ok := splitWire(rec.Body)
-				if !ok {
-					break
-				}
-				held[dev] = append(held[dev], rec.Seq)
-			case recAck:
-				seqs := held[string(rec.Body)]
-				i := 0
-				for i < len(seqs) && seqs[i] <= rec.Seq {
-					i++
-				}
-				held[string(rec.Body)] = seqs[i:]
-			}
-		}
-	}
-	for _, seqs := range held {
-		live += len(seqs)
-	}
-	return live, last, nil
 }
 
 // appendWire appends the record of a device's item to dst.
@@ -331,7 +266,7 @@ func (s *store) put(d *device, seq uint64, wire []byte) (lost []*device) {
 	}
 	n := int64(wireRecordSize(d.id, wire))
 	cur := s.currentLocked()
-	if cur == nil || cur.size > 0 && cur.size+n > s.segMax {
+	if cur == nil || cur.sealed || cur.size > 0 && cur.size+n > s.segMax {
 		var err error
 		if cur, lost, err = s.rotateLocked(lost); err != nil {
 			return s.refuseLocked(d, lost, err)
@@ -390,7 +325,7 @@ func (s *store) currentLocked() *segment {
 
 // rotateLocked writes out the current segment and starts a new one.
 func (s *store) rotateLocked(lost []*device) (*segment, []*device, error) {
-	if cur := s.currentLocked(); cur != nil {
+	if cur := s.currentLocked(); cur != nil && !cur.sealed {
 		lost = s.flushLocked(lost)
 		if cur.live == 0 {
 			s.removeLocked(cur)
@@ -411,7 +346,7 @@ func (s *store) rotateLocked(lost []*device) (*segment, []*device, error) {
 // fails, the items in the buffer are dropped and their devices returned.
 func (s *store) flushLocked(lost []*device) []*device {
 	cur := s.currentLocked()
-	if cur == nil {
+	if cur == nil || cur.sealed {
 		return lost
 	}
 	if cur.live == 0 && len(s.segs) == 1 {
@@ -510,7 +445,7 @@ func (s *store) settleLocked(seg *segment) {
 		return
 	}
 	switch {
-	case seg != s.currentLocked():
+	case seg != s.currentLocked() || seg.sealed:
 		s.removeLocked(seg)
 	case len(s.segs) > 1:
 	case seg.written == 0:
@@ -572,18 +507,27 @@ func (s *store) ack(d *device, seq uint64) {
 	clear(d.pending[:i])
 	d.pending = d.pending[i:]
 	// The ack is logged if some acked record is still in a segment, so
-	// that a restart does not count it; not past spool_max (a restart
-	// would count the item: it is no worse than a crash before the write).
-	n := int64(reclog.Size(len(d.id)))
-	if cur := s.currentLocked(); onDisk && cur != nil && s.opened && s.disk+n <= s.max {
-		if len(s.buf) == 0 {
-			s.wake()
-		}
-		buf, start := reclog.Start(s.buf, recAck, seq)
-		s.buf = reclog.Finish(append(buf, d.id...), start)
-		cur.size += int64(len(s.buf) - start)
-		s.disk += int64(len(s.buf) - start)
+	// that a restart does not send it again; not past spool_max (a restart
+	// would send the item again: no worse than a crash before the write).
+	if onDisk {
+		s.logLocked(recAck, seq, d.id)
 	}
+}
+
+// logLocked appends an ack or forget record to the current segment, if
+// there is room for it under spool_max.
+func (s *store) logLocked(kind byte, seq uint64, id string) {
+	cur := s.currentLocked()
+	if cur == nil || cur.sealed || !s.opened || s.disk+int64(reclog.Size(len(id))) > s.max {
+		return
+	}
+	if len(s.buf) == 0 {
+		s.wake()
+	}
+	buf, start := reclog.Start(s.buf, kind, seq)
+	s.buf = reclog.Finish(append(buf, id...), start)
+	cur.size += int64(len(s.buf) - start)
+	s.disk += int64(len(s.buf) - start)
 }
 
 // pending returns d's items, oldest first, and whether d lost any. Items
@@ -638,8 +582,15 @@ func readWire(rec []byte, id string, seq uint64) ([]byte, error) {
 	return wire, nil
 }
 
-// forget drops d's items (d is gone; it still has them in its spool).
-func (s *store) forget(d *device) {
+// forget drops d's items (d is gone; it still has them in its spool),
+// and a record says so, for a restart not to send what d will send again
+// in a session of its own. If resumable (the relay is stopping), d's items
+// stay as they are instead, on disk for the next run to send by resuming
+// d's session (see resumeOrphans).
+func (s *store) forget(d *device, resumable bool) {
+	if resumable {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, it := range d.pending {
@@ -651,7 +602,14 @@ func (s *store) forget(d *device) {
 		s.settleLocked(it.seg)
 	}
 	s.settleLocked(s.currentLocked())
+	onDisk := false
+	for _, it := range d.pending {
+		onDisk = onDisk || it.seg != nil
+	}
 	d.pending = nil
+	if onDisk {
+		s.logLocked(recForget, 0, d.id)
+	}
 }
 
 // stats returns the wire bytes and items held and the items ever dropped.

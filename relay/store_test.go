@@ -115,7 +115,7 @@ func TestStore(t *testing.T) {
 	if bytes, items, dropped := s.stats(); bytes != 101+102+103+104+105+103+104+105 || items != 8 || dropped != 0 {
 		t.Errorf("stats = %d bytes, %d items, %d dropped; want %d, 8, 0", bytes, items, dropped, 101+102+103+104+105+103+104+105)
 	}
-	s.forget(a)
+	s.forget(a, false)
 	s.ack(b, 5)
 	if bytes, items, _ := s.stats(); bytes != 0 || items != 0 {
 		t.Errorf("after forget and ack: %d bytes, %d items held, want 0", bytes, items)
@@ -201,7 +201,7 @@ func TestStoreSegmentsDeleted(t *testing.T) {
 		t.Fatalf("segment files %v, want several", files)
 	}
 	s.ack(devs[0], 40)
-	s.forget(devs[1])
+	s.forget(devs[1], false)
 	s.ack(devs[2], 20)
 	flush(t, s)
 	// 12 records a segment, c's 21..40 are in segments 6 to 10; the
@@ -506,7 +506,7 @@ func testStoreRandom(t *testing.T, seed uint64) {
 			s.ack(d, w.next-uint64(len(w.wires))+uint64(k)-1)
 			w.wires = w.wires[k:]
 		case op < 9:
-			s.forget(d)
+			s.forget(d, false)
 			fresh(i)
 			d, w = devs[i], wants[i]
 		default:
@@ -527,7 +527,7 @@ func testStoreRandom(t *testing.T, seed uint64) {
 		}
 		w.wires = got // what the device's session would send again
 		if lost {
-			s.forget(d) // the device is disconnected
+			s.forget(d, false) // the device is disconnected
 			fresh(i)
 		}
 		s.mu.Lock()
@@ -556,5 +556,72 @@ func testStoreRandom(t *testing.T, seed uint64) {
 	}
 	if disk, _ := s.usage(); disk != files {
 		t.Errorf("the store says %d bytes on disk, the files hold %d", disk, files)
+	}
+}
+
+// TestStoreResume: a restarted store gives back, as orphans, the items
+// never acknowledged of devices whose Hello it kept and that had not left;
+// the others are counted as dropped (no Hello) or forgotten (left).
+func TestStoreResume(t *testing.T) {
+	dir := t.TempDir()
+	s := newStore(dir, 1<<20, zap.NewNop())
+	s.segMax = 1024
+	if err := s.open(); err != nil {
+		t.Fatal(err)
+	}
+	a := &device{id: "a", hello: &protocol.Hello{ID: "a", Version: "1", Caps: protocol.CapabilityVersion}}
+	b := &device{id: "b", hello: &protocol.Hello{ID: "b"}}
+	c := &device{id: "c"}
+	for _, d := range []*device{a, b} {
+		if err := s.saveHello(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for seq := uint64(1); seq <= 5; seq++ {
+		for _, d := range []*device{a, b, c} {
+			s.put(d, seq, wireOf(d, seq, 150))
+		}
+	}
+	s.ack(a, 2)
+	s.forget(b, false) // b left: it sends its items itself
+	s.forget(a, true)  // the relay stops
+	s.forget(c, true)
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s2 := openTestStore(t, dir, 1<<20, 1024)
+	orphans := s2.orphanList()
+	if len(orphans) != 1 || orphans[0].id != "a" || orphans[0].hello.Version != "1" {
+		t.Fatalf("orphans %v, want a with its Hello", orphans)
+	}
+	oa := orphans[0]
+	got, lost := s2.pending(oa)
+	if want := [][]byte{wireOf(a, 3, 150), wireOf(a, 4, 150), wireOf(a, 5, 150)}; !cmp.Equal(got, want) || lost {
+		t.Errorf("pending(orphan a) = %q, %v; want %q, false", got, lost, want)
+	}
+	if _, items, dropped := s2.stats(); items != 3 || dropped != 5 {
+		t.Errorf("after restart: %d items, %d dropped; want 3 (a's), 5 (c's)", items, dropped)
+	}
+	if _, err := os.Stat(s2.helloPath("b")); !os.IsNotExist(err) {
+		t.Errorf("b's Hello kept (%v), want it deleted: nothing to resume", err)
+	}
+	// New items go to new segments, beside the old ones.
+	d := &device{id: "d"}
+	s2.put(d, 1, wireOf(d, 1, 100))
+	if got, _ := s2.pending(d); len(got) != 1 {
+		t.Errorf("pending(d) = %q, want 1 item", got)
+	}
+	s2.ack(oa, 4)
+	if got := s2.lastSeq(oa); got != 5 {
+		t.Errorf("lastSeq(orphan a) = %d, want 5", got)
+	}
+	s2.abandon(oa)
+	if _, items, dropped := s2.stats(); items != 1 || dropped != 6 || len(s2.orphanList()) != 0 {
+		t.Errorf("after abandon: %d items, %d dropped, %d orphans; want 1, 6, 0", items, dropped, len(s2.orphanList()))
+	}
+	flush(t, s2)
+	if files := segFiles(t, dir); len(files) != 1 {
+		t.Errorf("segment files %v, want only the new one", files)
 	}
 }
