@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"os"
 	"path/filepath"
@@ -38,8 +39,11 @@ const helloDir = "hello"
 // acks.
 const resumeWait = 30 * time.Second
 
+// helloPath names id's Hello file by a hash of the id: any id makes a
+// short, safe file name (loadHello checks the id inside).
 func (s *store) helloPath(id string) string {
-	return filepath.Join(s.dir, helloDir, hex.EncodeToString([]byte(id)))
+	sum := sha256.Sum256([]byte(id))
+	return filepath.Join(s.dir, helloDir, hex.EncodeToString(sum[:16]))
 }
 
 // saveHello keeps the Hello d's session upstream was opened with. The
