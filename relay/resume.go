@@ -29,8 +29,9 @@ import (
 // order, waits for the master's acks and closes the session. Items of a
 // device whose Hello is missing, or whose session the master refuses,
 // are counted as dropped. A device that left while the relay ran is
-// recorded (recForget): it sends its items again in a later session, which
-// a resumed old one would only confuse.
+// recorded (recForget) and its items before the record are not resumed:
+// it sends them again itself, and the Hello kept is its latest session's,
+// whose MAC key is not the one those items were tagged with.
 
 // helloDir holds one file per device id: its last session's Hello.
 const helloDir = "hello"
