@@ -2,32 +2,29 @@ package agent
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/halite-fleet/halite/internal/atomicfile"
+	"github.com/halite-fleet/halite/internal/reclog"
 	"github.com/halite-fleet/halite/protocol"
 )
 
 // spoolFile is the outbox's log under cachedir/spool.
 const spoolFile = "outbox.log"
 
-// maxRecord bounds one record of the log when it is read back: a length
-// past it is a corrupt file, not an allocation to attempt.
-const maxRecord = protocol.DefaultMaxFrame + 1024
+// maxBody bounds the body of one record of the log when it is read back:
+// a length past it is a corrupt file, not an allocation to attempt.
+const maxBody = protocol.DefaultMaxFrame + 1024
 
 // compactGarbage is how many bytes of records that no longer matter the
 // log may hold before it is rewritten (and then only if they outweigh
 // what waits).
 const compactGarbage = 1 << 20
-
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // Record kinds of the log.
 const (
@@ -125,22 +122,18 @@ func (s *spool) load(keep func(spoolItem) bool) error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	for len(b) >= 17 {
-		n := int(binary.LittleEndian.Uint32(b))
-		if n < 9 || n > maxRecord || n > len(b)-8 {
+	for {
+		rec, n, ok := reclog.Next(b, maxBody)
+		if !ok {
 			break
 		}
-		rec := b[8 : 8+n]
-		if crc32.Checksum(rec, crcTable) != binary.LittleEndian.Uint32(b[4:]) {
-			break
-		}
-		b = b[8+n:]
-		seq := binary.LittleEndian.Uint64(rec[1:])
-		if rec[0] == recTrim {
+		b = b[n:]
+		seq := rec.Seq
+		if rec.Kind == recTrim {
 			s.trimLocked(seq)
 		} else if seq > s.trimmed && (len(s.items) == 0 || seq > s.items[len(s.items)-1].seq) {
-			it := spoolItem{seq: seq, kind: protocol.TypeEvent, body: rec[9:]}
-			if rec[0] == recReturn {
+			it := spoolItem{seq: seq, kind: protocol.TypeEvent, body: rec.Body}
+			if rec.Kind == recReturn {
 				it.kind = protocol.TypeReturn
 			}
 			if keep == nil || keep(it) {
@@ -151,18 +144,6 @@ func (s *spool) load(keep func(spoolItem) bool) error {
 		s.next = max(s.next, seq+1)
 	}
 	return nil
-}
-
-func appendRecord(dst []byte, kind byte, seq uint64, body []byte) []byte {
-	start := len(dst)
-	dst = append(dst, make([]byte, 8)...)
-	dst = append(dst, kind)
-	dst = binary.LittleEndian.AppendUint64(dst, seq)
-	dst = append(dst, body...)
-	rec := dst[start+8:]
-	binary.LittleEndian.PutUint32(dst[start:], uint32(len(rec)))
-	binary.LittleEndian.PutUint32(dst[start+4:], crc32.Checksum(rec, crcTable))
-	return dst
 }
 
 // compact rewrites the log with what waits (and a trim record that keeps
@@ -179,10 +160,10 @@ func (s *spool) compact() error {
 		trim = s.items[0].seq - 1
 	}
 	if trim > 0 {
-		buf = appendRecord(buf, recTrim, trim, nil)
+		buf = reclog.Append(buf, recTrim, trim, nil)
 	}
 	for _, it := range s.items {
-		buf = appendRecord(buf, kindByte(it.kind), it.seq, it.body)
+		buf = reclog.Append(buf, kindByte(it.kind), it.seq, it.body)
 	}
 	if err := atomicfile.Write(s.path, buf, 0o600); err != nil {
 		return err
@@ -222,9 +203,9 @@ func (s *spool) push(kind protocol.Type, body []byte) (seq uint64, dropped int, 
 	}
 	var buf []byte
 	if over != 0 {
-		buf = appendRecord(buf, recTrim, over, nil)
+		buf = reclog.Append(buf, recTrim, over, nil)
 	}
-	buf = appendRecord(buf, kindByte(kind), seq, body)
+	buf = reclog.Append(buf, kindByte(kind), seq, body)
 	_, err = s.f.Write(buf)
 	s.dirty = true
 	if err != nil {
@@ -269,7 +250,7 @@ func (s *spool) ack(seq uint64) error {
 		}
 		return nil
 	}
-	if _, err := s.f.Write(appendRecord(nil, recTrim, seq, nil)); err != nil {
+	if _, err := s.f.Write(reclog.Append(nil, recTrim, seq, nil)); err != nil {
 		return fmt.Errorf("ack outbox spool %s: %w", s.path, err)
 	}
 	return nil

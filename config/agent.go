@@ -187,6 +187,11 @@ func (a *Agent) SocketPath() string { return filepath.Join(a.SockDir, "agent.soc
 // SpoolDir returns the directory of the on-disk spool, cachedir/spool.
 func (a *Agent) SpoolDir() string { return filepath.Join(a.CacheDir, "spool") }
 
+// RelaySpoolDir returns the directory where a relay keeps the returns and
+// events of its devices until the master acknowledges them,
+// cachedir/relay-spool.
+func (a *Agent) RelaySpoolDir() string { return filepath.Join(a.CacheDir, "relay-spool") }
+
 // checkMasterAddr checks one entry of the master option: a host name or
 // address, optionally with a port (host:port, [v6]:port).
 func checkMasterAddr(m string) error {

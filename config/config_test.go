@@ -336,6 +336,9 @@ func TestRootDir(t *testing.T) {
 	if got, want := a.SpoolDir(), "/tmp/h2/var/cache/halite/agent/spool"; got != want {
 		t.Errorf("SpoolDir() got %q, want %q", got, want)
 	}
+	if got, want := a.RelaySpoolDir(), "/tmp/h2/var/cache/halite/agent/relay-spool"; got != want {
+		t.Errorf("RelaySpoolDir() got %q, want %q", got, want)
+	}
 }
 
 func TestErrors(t *testing.T) {

@@ -12,10 +12,11 @@ type Relay struct {
 	Interface  string // address to listen on for devices (default 0.0.0.0)
 	Port       int    // UDP port (default 4506)
 	MaxDevices int    // devices served at once (default 10000, at most 16384)
-	// SpoolMax bounds, in bytes, the returns and events the relay holds in
-	// memory until the master acknowledges them, all the while its upstream
-	// link is down (default 64 MiB); past it the oldest are dropped and
-	// counted, and their devices send them again from their own spools.
+	// SpoolMax bounds, in bytes, the disk the relay uses to hold returns
+	// and events until the master acknowledges them, all the while its
+	// upstream link is down (cachedir/relay-spool, default 64 MiB); past
+	// it the oldest are dropped and counted, and their devices send them
+	// again from their own spools.
 	SpoolMax int
 	// EventRate and EventBurst limit each device's returns and events
 	// (a token bucket, per second); past the burst the relay stops reading

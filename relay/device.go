@@ -211,7 +211,7 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 			delete(r.devices, d.id)
 		}
 		r.mu.Unlock()
-		r.store.forget(d)
+		r.store.forget(d, ctx.Err() != nil)
 		if d.accepted.Load() {
 			log.Info("device disconnected")
 			// Not while the relay stops: its agent's outbox is closing too,
@@ -250,6 +250,9 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 		return
 	}
 	d.accepted.Store(true)
+	if err := r.store.saveHello(d); err != nil {
+		log.Debug("keep the device's hello for a restart", zap.Error(err))
+	}
 	r.attach(ctx, l, d, us, uf)
 	log.Info("device connected")
 	r.event(r.deviceTag(d.id, "connected"), map[string]any{"id": d.id, "finger": protocol.Fingerprint(pub)})
@@ -337,13 +340,7 @@ func (r *Relay) readDevice(d *device, f *protocol.Framer) {
 // next batch, or on that stream when the master takes no batches.
 func (r *Relay) forwardUp(d *device, seq uint64, wire []byte) {
 	if seq != 0 {
-		for _, od := range r.store.put(d, seq, wire) {
-			od.log.Warn("relay spool full (spool_max): the device must send its oldest items again")
-			if !od.attached() {
-				continue // told when its session resumes (attach)
-			}
-			od.close(protocol.KindRateLimited, "the relay dropped some of this device's returns or events for room; send them again")
-		}
+		r.spoolDropped(r.store.put(d, seq, wire))
 	}
 	d.mu.Lock()
 	up, us, b := d.up, d.upStream, d.batch
@@ -353,6 +350,19 @@ func (r *Relay) forwardUp(d *device, seq uint64, wire []byte) {
 		b.add(d.id, us.StreamID(), wire[4:])
 	case up != nil:
 		up.send(wire)
+	}
+}
+
+// spoolDropped disconnects the devices whose items the store dropped (for
+// room, or unwritable), so that they send them again from their own
+// spools. The caller holds neither the store's lock nor a device's.
+func (r *Relay) spoolDropped(lost []*device) {
+	for _, od := range lost {
+		od.log.Warn("the relay dropped some of this device's returns or events (spool_max, or a failed write): it must send them again")
+		if !od.attached() {
+			continue // told when its session resumes (attach)
+		}
+		od.close(protocol.KindRateLimited, "the relay dropped some of this device's returns or events; send them again")
 	}
 }
 

@@ -11,12 +11,20 @@
 // first item (with a master older than capability 6, each goes on its
 // device's stream of the link instead). The master's acks come back down
 // each device's stream, so a device forgets an item only once the master
-// stored it. While the master is away the relay keeps its devices
-// connected and holds what they send (in memory, bounded by spool_max;
-// the devices' own spools are the durable copy), then replays their
-// Hellos, which resume the same sessions, and sends each device's held
-// items, in order, before anything new. It limits each device's rate and
-// drops a device that sends what it may not, without anyone else noticing.
+// stored it; the relay forwards them with the device's next job, or after
+// two seconds. While the master is away the relay keeps its devices
+// connected and holds what they send on disk (an append-only log under
+// cachedir/relay-spool, bounded by spool_max, the oldest dropped first and
+// counted; memory holds only an index; the devices' own spools are the
+// durable copy), then replays their Hellos, which resume the same
+// sessions, and sends each device's held items, in order, before anything
+// new. A relay restarted while the master is unreachable still has what
+// its devices sent before it stopped: once the link is back it resumes
+// each such device's session with the Hello it kept, and delivers it even
+// if the device never returns (what it cannot, it counts as dropped). It
+// admits devices at relay: admit a second (a handshake over the rate is
+// refused before any crypto), limits each device's rate and drops a device
+// that sends what it may not, without anyone else noticing.
 //
 // The relay can delay or drop, never forge or impersonate: see "Relays" in
 // docs/ARCHITECTURE.md and the package comment of protocol.

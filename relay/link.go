@@ -139,10 +139,14 @@ func (r *Relay) runLink(ctx context.Context, addr string) error {
 		r.reported = dropped
 	}
 
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		r.reattachAll(ctx, l)
+	}()
+	go func() {
+		defer wg.Done()
+		r.resumeOrphans(ctx, l)
 	}()
 	err = r.readCtrl(ctx, l)
 	conn.CloseWithError(0, "")
@@ -349,7 +353,7 @@ func (r *Relay) attach(ctx context.Context, l *link, d *device, s *quic.Stream, 
 		d.mu.Unlock()
 		s.CancelRead(0)
 		s.Close()
-		d.close(protocol.KindRateLimited, "the relay dropped some of this device's returns or events for room; send them again")
+		d.close(protocol.KindRateLimited, "the relay dropped some of this device's returns or events; send them again")
 		return
 	}
 	for _, w := range wires {

@@ -45,7 +45,7 @@ type Relay struct {
 	devices map[string]*device
 
 	link  atomic.Pointer[link]
-	store store
+	store *store
 	admit *bucket // device sessions opened upstream, per second
 	// handshakes bounds the devices' QUIC handshakes a second: past it a
 	// device is refused at once (CONNECTION_REFUSED, before any crypto)
@@ -86,12 +86,13 @@ func New(o Options) (*Relay, error) {
 		o: o, conf: c, log: o.Log,
 		ready:   make(chan struct{}),
 		devices: make(map[string]*device),
-		store:   store{max: int64(c.SpoolMax)},
+		store:   newStore(o.Config.RelaySpoolDir(), int64(c.SpoolMax), o.Log),
 		admit:   newBucket(c.Admit, c.Admit),
 		// A burst of a quarter second's worth: a device that was
 		// refused comes back within about a second (agent/links.go).
 		handshakes: newBucket(c.Admit, max(c.Admit/4, 1)),
 	}
+	r.store.onLost = r.spoolDropped
 	return r, nil
 }
 
@@ -104,6 +105,15 @@ func (r *Relay) Addr() net.Addr { return r.addr }
 // Run listens for devices and keeps the upstream link until ctx ends; it
 // returns once every goroutine it started has exited.
 func (r *Relay) Run(ctx context.Context) error {
+	if err := r.store.open(); err != nil {
+		return err
+	}
+	// Deferred first, so it runs last: after every device has gone.
+	defer func() {
+		if err := r.store.close(); err != nil {
+			r.log.Warn("relay spool", zap.Error(err))
+		}
+	}()
 	addr := r.o.Listen
 	if addr == "" {
 		addr = net.JoinHostPort(r.conf.Interface, strconv.Itoa(r.conf.Port))
@@ -202,9 +212,11 @@ func (r *Relay) snapshot() []*device {
 type Stats struct {
 	Devices        int    // connected and accepted by the master
 	Upstream       bool   // the upstream link is up
-	SpoolBytes     int64  // returns and events held for the master
+	SpoolBytes     int64  // returns and events held for the master (their wire frames)
 	SpoolItems     int    //
-	SpoolDropped   uint64 // items dropped for room, ever (their devices resent them)
+	SpoolDisk      int64  // bytes of the spool's segment files (bounded by spool_max)
+	SpoolDropped   uint64 // items dropped, ever: for room, unwritable, or left by the previous run (their devices resent them)
+	SpoolFailed    uint64 // items dropped because they could not be written (a full disk), ever
 	DroppedDevices uint64 // devices disconnected for bad behaviour, ever
 	Throttled      uint64 // returns and events held back by event_rate, ever
 	Refused        uint64 // device handshakes refused for the admit rate, ever
@@ -220,8 +232,9 @@ func (r *Relay) Stats() Stats {
 		}
 	}
 	b, items, dropped := r.store.stats()
-	return Stats{Devices: n, Upstream: r.link.Load() != nil, SpoolBytes: b, SpoolItems: items,
-		SpoolDropped: dropped, DroppedDevices: r.droppedDevices.Load(), Throttled: r.throttled.Load(),
+	disk, failed := r.store.usage()
+	return Stats{Devices: n, Upstream: r.link.Load() != nil, SpoolBytes: b, SpoolItems: items, SpoolDisk: disk,
+		SpoolDropped: dropped, SpoolFailed: failed, DroppedDevices: r.droppedDevices.Load(), Throttled: r.throttled.Load(),
 		Refused: r.refused.Load(), Batches: r.batches.Load()}
 }
 
@@ -256,7 +269,8 @@ func (r *Relay) heartbeatLoop(ctx context.Context) error {
 		st := r.Stats()
 		r.event("halite/relay/"+r.o.Config.ID+"/heartbeat", map[string]any{
 			"devices": st.Devices, "upstream": st.Upstream, "spool_bytes": st.SpoolBytes,
-			"spool_items": st.SpoolItems, "spool_dropped": st.SpoolDropped, "devices_dropped": st.DroppedDevices,
+			"spool_items": st.SpoolItems, "spool_disk": st.SpoolDisk, "spool_dropped": st.SpoolDropped,
+			"spool_failed": st.SpoolFailed, "devices_dropped": st.DroppedDevices,
 			"throttled": st.Throttled, "handshakes_refused": st.Refused, "batches": st.Batches,
 		})
 	}

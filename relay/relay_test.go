@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap"
 
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/protocol"
@@ -262,5 +263,40 @@ func TestRelayDevicePins(t *testing.T) {
 	}
 	if tr.Stats().Devices != 1 {
 		t.Errorf("relay serves %d devices, want 1", tr.Stats().Devices)
+	}
+}
+
+// TestRelaySpoolRestart: a relay that starts with returns and events of
+// its previous run on disk, of a device whose Hello it did not keep,
+// counts them as dropped and reports them once its link is up (the device
+// sends them again from its own spool).
+func TestRelaySpoolRestart(t *testing.T) {
+	tm := startMaster(t, true)
+	tr := startRelay(t, tm, "r1", nil, nil)
+	tm.waitEvent(t, "salt/minion/r1/start", nil)
+	addr := tr.Addr().String()
+	if err := tr.run.stop(); err != nil {
+		t.Fatalf("relay stop: %v", err)
+	}
+	// What the relay held when it stopped (a link down): 5 items of cam1.
+	const n = 5
+	s := newStore(tr.cfg.RelaySpoolDir(), 1<<20, zap.NewNop())
+	if err := s.open(); err != nil {
+		t.Fatal(err)
+	}
+	cam := &device{id: "cam1"}
+	for seq := uint64(1); seq <= n; seq++ {
+		s.put(cam, seq, wireOf(cam, seq, 100))
+	}
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	tr.boot(t, addr, nil)
+	if st := tr.Stats(); st.SpoolDropped != n || st.SpoolItems != 0 {
+		t.Errorf("restarted relay: %d items held, %d dropped; want 0, %d", st.SpoolItems, st.SpoolDropped, n)
+	}
+	ev := tm.waitEvent(t, "halite/relay/r1/spool/dropped", nil)
+	if data, _ := ev["data"].(map[string]any); fmt.Sprint(data["dropped"]) != fmt.Sprint(n) {
+		t.Errorf("spool/dropped event %v: want dropped %d", ev, n)
 	}
 }

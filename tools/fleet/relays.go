@@ -44,6 +44,7 @@ func StartRelays(root, master string, n, maxDevices, admit int, listen []string)
 		}
 		cfg := config.DefaultAgent()
 		cfg.ID, cfg.Master, cfg.PkiDir, cfg.RootDir = id, []string{master}, pki, filepath.Join(root, id)
+		cfg.CacheDir = filepath.Join(root, id, "cache") // each relay's own spool, not /var/cache
 		cfg.Relay = config.DefaultRelay()
 		cfg.Relay.MaxDevices = min(max(maxDevices, 1), config.MaxRelayDevices)
 		cfg.Relay.Heartbeat = 0

@@ -1,0 +1,343 @@
+package relay
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"go.uber.org/zap"
+
+	"github.com/halite-fleet/halite/internal/reclog"
+	"github.com/halite-fleet/halite/protocol"
+)
+
+// A relay restarted while the master is unreachable still has on disk
+// what its devices sent and the master never acknowledged. Those devices
+// hold it too and send it again when they reconnect, but a device that
+// died meanwhile never will. So each device's Hello, as forwarded, is
+// kept in the spool's hello directory; a restarted relay resumes each
+// such device's session upstream with it (the master agrees the same MAC
+// key for the same Hello: protocol.Identity.SessionKX), sends its items in
+// order, waits for the master's acks and closes the session. Items of a
+// device whose Hello is missing, or whose session the master refuses,
+// are counted as dropped. A device that left while the relay ran is
+// recorded (recForget) and its items before the record are not resumed:
+// it sends them again itself, and the Hello kept is its latest session's,
+// whose MAC key is not the one those items were tagged with.
+
+// helloDir holds one file per device id: its last session's Hello.
+const helloDir = "hello"
+
+// resumeWait bounds how long a resumed session waits for the master's
+// acks.
+const resumeWait = 30 * time.Second
+
+// helloPath names id's Hello file by a hash of the id: any id makes a
+// short, safe file name (loadHello checks the id inside).
+func (s *store) helloPath(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return filepath.Join(s.dir, helloDir, hex.EncodeToString(sum[:16]))
+}
+
+// saveHello keeps the Hello d's session upstream was opened with. The
+// file is not synced: a torn one fails its CRC, and the session is not
+// resumed (its device still holds its items).
+func (s *store) saveHello(d *device) error {
+	d.mu.Lock()
+	b, err := protocol.Encode(d.hello)
+	d.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(s.helloPath(d.id), reclog.Append(nil, recHello, 0, b), 0o600)
+}
+
+// loadHello reads back id's Hello; nil if there is none intact.
+func (s *store) loadHello(id string) *protocol.Hello {
+	b, err := os.ReadFile(s.helloPath(id))
+	if err != nil {
+		return nil
+	}
+	rec, _, ok := reclog.Next(b, protocol.DefaultMaxFrame)
+	if !ok || rec.Kind != recHello {
+		return nil
+	}
+	msg, err := protocol.Decode(rec.Body)
+	if err != nil {
+		return nil
+	}
+	h, ok := msg.(*protocol.Hello)
+	if !ok || h.ID != id {
+		return nil
+	}
+	return h
+}
+
+// load takes up the segments a previous run left: the items never
+// acknowledged of devices whose Hello is kept become orphans (devices
+// with no connection, for resumeOrphans); the others are counted as
+// dropped. Segments left with nothing to send are deleted, and so are the
+// Hellos of devices with nothing to resume. s is not shared yet.
+func (s *store) load() error {
+	names, err := filepath.Glob(filepath.Join(s.dir, "*"+segSuffix))
+	if err != nil {
+		return err
+	}
+	slices.Sort(names) // ids are fixed-width hex: oldest first
+	held := make(map[string][]*item)
+	var last uint64
+	for _, name := range names {
+		if id, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(name), segSuffix), 16, 64); err == nil {
+			last = max(last, id)
+		}
+		seg, err := loadSegment(name, held)
+		if err != nil {
+			for _, seg := range s.segs {
+				seg.f.Close()
+			}
+			s.segs = nil
+			return err
+		}
+		s.segs = append(s.segs, seg)
+	}
+	s.nextSeg = last + 1
+	found, lost := 0, 0
+	keep := make(map[string]bool)
+	for id, items := range held {
+		if len(items) == 0 {
+			continue
+		}
+		found += len(items)
+		h := s.loadHello(id)
+		if h == nil {
+			lost += len(items)
+			continue
+		}
+		d := &device{id: id, hello: h, pending: items, log: s.log.With(zap.String("device", id))}
+		for _, it := range items {
+			it.d = d
+			it.seg.live++
+			s.bytes += int64(it.wire)
+			s.items++
+		}
+		s.orphans = append(s.orphans, d)
+		keep[filepath.Base(s.helloPath(id))] = true
+	}
+	s.dropped += uint64(lost)
+	for _, seg := range s.segs {
+		for _, it := range seg.items {
+			it.gone = it.d == nil
+		}
+		s.disk += seg.size
+	}
+	for _, seg := range slices.Clone(s.segs) {
+		if seg.live == 0 {
+			s.removeLocked(seg)
+		}
+	}
+	for s.disk > s.max && len(s.segs) > 1 {
+		s.dropSegmentLocked(s.segs[0], nil)
+	}
+	hellos, err := os.ReadDir(filepath.Join(s.dir, helloDir))
+	if err != nil {
+		return err
+	}
+	for _, e := range hellos {
+		if !keep[e.Name()] {
+			os.Remove(filepath.Join(s.dir, helloDir, e.Name()))
+		}
+	}
+	if found > 0 {
+		s.log.Info("relay spool: returns and events of the previous run were never acknowledged; the sessions of their devices resume once the master is reachable",
+			zap.String("dir", s.dir), zap.Int("items", found), zap.Int("devices", len(s.orphans)),
+			zap.Int("dropped_no_hello", lost))
+	}
+	return nil
+}
+
+// loadSegment reads a previous run's segment up to its first damaged
+// record (a torn write), adding its items to held and applying its acks
+// and forget records to held.
+func loadSegment(name string, held map[string][]*item) (*segment, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	seg := &segment{path: name, f: f, sealed: true}
+	off := 0
+	for {
+		rec, n, ok := reclog.Next(b[off:], maxWireRecord)
+		if !ok {
+			break
+		}
+		switch rec.Kind {
+		case recWire:
+			if id, wire, ok := splitWire(rec.Body); ok {
+				it := &item{seg: seg, off: int64(off), size: int32(n), wire: int32(len(wire)), seq: rec.Seq}
+				seg.items = append(seg.items, it)
+				held[id] = append(held[id], it)
+			}
+		case recAck:
+			items := held[string(rec.Body)]
+			i := 0
+			for i < len(items) && items[i].seq <= rec.Seq {
+				i++
+			}
+			held[string(rec.Body)] = items[i:]
+		case recForget:
+			delete(held, string(rec.Body))
+		}
+		off += n
+	}
+	seg.size, seg.written = int64(off), int64(off)
+	return seg, nil
+}
+
+// orphanList returns the devices of the previous run whose items wait.
+func (s *store) orphanList() []*device {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.orphans)
+}
+
+// abandon drops an orphan's items that wait, counting them.
+func (s *store) abandon(d *device) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, it := range d.pending {
+		if !it.gone {
+			s.goneLocked(it)
+			s.dropped++
+		}
+	}
+	for _, it := range d.pending {
+		s.settleLocked(it.seg)
+	}
+	d.pending = nil
+	s.orphans = slices.DeleteFunc(s.orphans, func(o *device) bool { return o == d })
+}
+
+// lastSeq returns the seq of d's newest item that waits, 0 if none.
+func (s *store) lastSeq(d *device) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(d.pending) - 1; i >= 0; i-- {
+		if !d.pending[i].gone {
+			return d.pending[i].seq
+		}
+	}
+	return 0
+}
+
+// resumeOrphans resumes, on link l, the sessions of the previous run's
+// devices that left items on disk, reattachWorkers at a time. An orphan
+// whose device is connected again is abandoned: the device sends its
+// items itself. Orphans not resumed because the link failed wait for the
+// next link.
+func (r *Relay) resumeOrphans(ctx context.Context, l *link) {
+	todo := make(chan *device)
+	var wg sync.WaitGroup
+	for range reattachWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for d := range todo {
+				r.resumeOrphan(ctx, l, d)
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer close(todo)
+	for _, d := range r.store.orphanList() {
+		r.mu.RLock()
+		back := r.devices[d.id] != nil
+		r.mu.RUnlock()
+		if back {
+			r.store.abandon(d)
+			continue
+		}
+		select {
+		case todo <- d:
+		case <-ctx.Done():
+			return
+		case <-l.conn.Context().Done():
+			return
+		}
+	}
+}
+
+// resumeOrphan opens an orphan's session with its kept Hello, sends its
+// items, waits for the master to acknowledge the last, and closes the
+// session.
+func (r *Relay) resumeOrphan(ctx context.Context, l *link, d *device) {
+	s, f, msg, err := r.openUp(ctx, l, d)
+	if err != nil {
+		d.log.Debug("resume the session of a device of the previous run", zap.Error(err))
+		return
+	}
+	defer func() {
+		s.CancelRead(quic.StreamErrorCode(protocol.KindOther))
+		s.Close()
+	}()
+	if st, ok := msg.(*protocol.KeyStatus); !ok || st.Status != protocol.KeyAccepted {
+		d.log.Info("the master refused to resume the session of a device of the previous run; its items are dropped")
+		r.store.abandon(d)
+		return
+	}
+	wires, lost := r.store.pending(d)
+	last := r.store.lastSeq(d)
+	if lost || last == 0 {
+		r.store.abandon(d)
+		return
+	}
+	s.SetWriteDeadline(time.Now().Add(resumeWait))
+	for _, w := range wires {
+		if _, err := s.Write(w); err != nil {
+			r.store.abandon(d)
+			return
+		}
+	}
+	s.SetReadDeadline(time.Now().Add(resumeWait))
+	for {
+		b, err := f.ReadFrame()
+		if err != nil {
+			break
+		}
+		msg, err := protocol.Decode(b)
+		if err != nil {
+			continue
+		}
+		switch msg := msg.(type) {
+		case *protocol.Ack:
+			r.store.ack(d, msg.Seq)
+			if msg.Seq >= last {
+				r.store.abandon(d) // nothing left: removes the orphan
+				d.log.Info("delivered what a device of the previous run had sent", zap.Int("items", len(wires)))
+				return
+			}
+		case *protocol.Ping:
+			if pb, err := protocol.Encode(&protocol.Pong{Seq: msg.Seq}); err == nil {
+				s.Write(protocol.AppendFrame(nil, pb))
+			}
+		case *protocol.Error:
+			r.store.abandon(d)
+			return
+		}
+	}
+	if ctx.Err() != nil || l.conn.Context().Err() != nil {
+		return // the next link (or run) tries again
+	}
+	r.store.abandon(d)
+}
