@@ -155,10 +155,12 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		} else {
 			stopChild(child)
 		}
+		fmt.Fprintf(os.Stderr, "fleetsim: storm: relays stopped after %s\n", round(time.Since(restart)))
 		child, _, err = startRelayChild(root, m.Addr, r, per, admit, addrs)
 		if err != nil {
 			return fmt.Errorf("restart relays: %w", err)
 		}
+		fmt.Fprintf(os.Stderr, "fleetsim: storm: relays listening and linked after %s\n", round(time.Since(restart)))
 		sctx, scancel := context.WithTimeout(ctx, 5*time.Minute)
 		err = waitBack(sctx, f, n, restart)
 		scancel()
