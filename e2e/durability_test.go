@@ -32,11 +32,7 @@ func TestDurableDelivery(t *testing.T) {
 
 	// (a) The master dies (SIGKILL) while the job runs; the return waits on
 	// the agent's disk and arrives once the master is back.
-	r := c.cli("halite", "--async", "d1", "test.sleep", "3")
-	jid := strings.TrimSpace(strings.TrimPrefix(r.stdout, "Executed command with job ID: "))
-	if len(jid) != 20 {
-		t.Fatalf("halite --async: exit %d, stdout %q, stderr %q; want a jid", r.code, r.stdout, r.stderr)
-	}
+	jid := asyncJob(t, c, "d1", "test.sleep", "3")
 	waitFor(t, 10*time.Second, "d1 to run "+jid, func() bool {
 		m, _ := c.jsonOut("halite-run", "jobs.active")
 		_, ok := m[jid]

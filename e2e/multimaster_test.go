@@ -164,6 +164,17 @@ func asyncJob(t *testing.T, c *cluster, args ...string) string {
 	return jid
 }
 
+// waitRunning waits until n minions run jid (jobs.active).
+func waitRunning(t *testing.T, c *cluster, jid string, n int) {
+	t.Helper()
+	waitFor(t, 20*time.Second, fmt.Sprintf("%d minions to run %s", n, jid), func() bool {
+		m, _ := c.jsonOut("halite-run", "jobs.active")
+		j, _ := m[jid].(map[string]any)
+		running, _ := j["Running"].([]any)
+		return len(running) == n
+	})
+}
+
 // returnsOf is jobs.lookup_jid on c: minion id → return.
 func returnsOf(c *cluster, jid string) map[string]any {
 	m, _ := c.jsonOut("halite-run", "jobs.lookup_jid", jid)

@@ -75,17 +75,8 @@ func TestRelays(t *testing.T) {
 	// The master dies while the devices run a job; their returns wait
 	// (in the relay and in the devices' outboxes) and reach the master
 	// once it is back.
-	r = c.cli("halite", "--async", "d*", "test.sleep", "5")
-	jid := strings.TrimSpace(strings.TrimPrefix(r.stdout, "Executed command with job ID: "))
-	if len(jid) != 20 {
-		t.Fatalf("halite --async: exit %d, stdout %q, stderr %q; want a jid", r.code, r.stdout, r.stderr)
-	}
-	waitFor(t, 20*time.Second, "the devices to run "+jid, func() bool {
-		m, _ := c.jsonOut("halite-run", "jobs.active")
-		j, _ := m[jid].(map[string]any)
-		running, _ := j["Running"].([]any)
-		return len(running) == 3
-	})
+	jid := asyncJob(t, c, "d*", "test.sleep", "5")
+	waitRunning(t, c, jid, 3)
 	c.kill(c.master)
 	retJID := "\x02\x74" + jid
 	for _, id := range []string{"d1", "d2", "d3"} {

@@ -2,116 +2,15 @@ package e2e
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/halite-fleet/halite/internal/udphop"
 )
-
-// udpHop is a UDP forwarder standing for the WAN between a relay and its
-// master: peers send to its port, it forwards each datagram to the master
-// (from one socket per peer address) and the answers back. Cut, it drops
-// every datagram both ways, as an outage does, while both ends keep their
-// sockets: QUIC sees silence, not an error.
-type udpHop struct {
-	ln      *net.UDPConn
-	to      *net.UDPAddr
-	cut     atomic.Bool
-	dropped atomic.Int64
-
-	mu     sync.Mutex
-	flows  map[string]*net.UDPConn
-	closed bool // no more flows
-	wg     sync.WaitGroup
-}
-
-// newUDPHop starts a hop to the master at to; the test's cleanup stops it.
-func newUDPHop(t *testing.T, to string) *udpHop {
-	t.Helper()
-	addr, err := net.ResolveUDPAddr("udp", to)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &udpHop{ln: ln, to: addr, flows: map[string]*net.UDPConn{}}
-	h.wg.Add(1)
-	go h.forward()
-	t.Cleanup(func() {
-		ln.Close()
-		h.mu.Lock()
-		h.closed = true
-		for _, c := range h.flows {
-			c.Close()
-		}
-		h.mu.Unlock()
-		h.wg.Wait()
-	})
-	return h
-}
-
-func (h *udpHop) port() int { return h.ln.LocalAddr().(*net.UDPAddr).Port }
-
-// forward carries datagrams from the peers to the master.
-func (h *udpHop) forward() {
-	defer h.wg.Done()
-	buf := make([]byte, 64<<10)
-	for {
-		n, from, err := h.ln.ReadFromUDP(buf)
-		if err != nil {
-			return // closed
-		}
-		if h.cut.Load() {
-			h.dropped.Add(1)
-			continue
-		}
-		h.mu.Lock()
-		up, ok := h.flows[from.String()]
-		if !ok {
-			if h.closed {
-				h.mu.Unlock()
-				return
-			}
-			if up, err = net.DialUDP("udp", nil, h.to); err != nil {
-				h.mu.Unlock()
-				continue
-			}
-			h.flows[from.String()] = up
-			h.wg.Add(1)
-			go h.back(up, from)
-		}
-		h.mu.Unlock()
-		up.Write(buf[:n])
-	}
-}
-
-// back carries the master's datagrams on one flow back to its peer.
-func (h *udpHop) back(up *net.UDPConn, peer *net.UDPAddr) {
-	defer h.wg.Done()
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := up.Read(buf)
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			continue // an ICMP error (the master restarting): go on
-		}
-		if h.cut.Load() {
-			h.dropped.Add(1)
-			continue
-		}
-		h.ln.WriteToUDP(buf[:n], peer)
-	}
-}
 
 // relayConf is the relay: section of a relay listening on port.
 func relayConf(port int) string {
@@ -139,12 +38,12 @@ type heartbeat struct {
 func TestRelayUpstreamCut(t *testing.T) {
 	c := newCluster(t, "")
 	c.startMaster()
-	hop := newUDPHop(t, fmt.Sprintf("127.0.0.1:%d", c.port))
-	upstreamCut(t, c, "", fmt.Sprintf("127.0.0.1:%d", hop.port()), func(cut bool) {
-		if !cut && hop.dropped.Load() == 0 {
+	hop := udphop.Start(t, fmt.Sprintf("127.0.0.1:%d", c.port))
+	upstreamCut(t, c, "", fmt.Sprintf("127.0.0.1:%d", hop.Port()), func(cut bool) {
+		if !cut && hop.Dropped() == 0 {
 			t.Error("the hop dropped nothing during the cut")
 		}
-		hop.cut.Store(cut)
+		hop.Cut(cut)
 	})
 }
 
@@ -220,17 +119,8 @@ func upstreamCut(t *testing.T, c *cluster, ns, masterAddr string, cut func(bool)
 	c.acceptAll(append([]string{"r1"}, devs...)...)
 	lines := c.eventStream(t)
 
-	r := c.cli("halite", "--async", "d*", "test.sleep", "3")
-	jid := strings.TrimSpace(strings.TrimPrefix(r.stdout, "Executed command with job ID: "))
-	if len(jid) != 20 {
-		t.Fatalf("halite --async: exit %d, stdout %q, stderr %q; want a jid", r.code, r.stdout, r.stderr)
-	}
-	waitFor(t, 20*time.Second, "the devices to run "+jid, func() bool {
-		m, _ := c.jsonOut("halite-run", "jobs.active")
-		j, _ := m[jid].(map[string]any)
-		running, _ := j["Running"].([]any)
-		return len(running) == 3
-	})
+	jid := asyncJob(t, c, "d*", "test.sleep", "3")
+	waitRunning(t, c, jid, 3)
 
 	// The devices fire an event just before the cut (it reaches the
 	// master; its ack may not reach the relay, which then sends it again
@@ -263,7 +153,7 @@ func upstreamCut(t *testing.T, c *cluster, ns, masterAddr string, cut func(bool)
 		return strings.Join(down, ",") == "d1,d2,d3,r1"
 	})
 	// A job published now does not reach the devices.
-	r = c.cli("halite", "--show-jid", "-t", "2", "d*", "test.echo", "during-cut", "--out", "json")
+	r := c.cli("halite", "--show-jid", "-t", "2", "d*", "test.echo", "during-cut", "--out", "json")
 	cutJID, _, _ := strings.Cut(strings.TrimPrefix(r.stdout, "jid: "), "\n")
 	for _, id := range devs {
 		if want := fmt.Sprintf(`"%s": "Minion did not return. [Not connected]"`, id); !strings.Contains(r.stdout, want) || r.code == 0 {

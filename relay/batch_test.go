@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"strings"
@@ -157,17 +156,7 @@ type rawLink struct {
 // dialLink opens a relay link to tm as id (auto_accept must let it in).
 func dialLink(t *testing.T, tm *testMaster, id string) *rawLink {
 	t.Helper()
-	ident, err := protocol.GenerateIdentity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	conn, err := quic.DialAddr(ctx, tm.Addr().String(), ident.ClientTLS(func(ed25519.PublicKey) error { return nil }), protocol.QUICConfig())
-	if err != nil {
-		t.Fatalf("dial master: %v", err)
-	}
-	t.Cleanup(func() { conn.CloseWithError(0, "") })
+	ident, conn := dialNew(t, tm.Addr().String())
 	l := &rawLink{conn: conn}
 	_, l.ctrl = l.open(t, ident, &protocol.Hello{ID: id, Caps: protocol.CapabilityVersion, Relay: true})
 	return l

@@ -288,6 +288,12 @@ func (r *Relay) openUp(ctx context.Context, l *link, d *device) (*quic.Stream, *
 // reattachAll resumes, on a new link, the sessions of the devices that
 // stayed connected while it was down.
 func (r *Relay) reattachAll(ctx context.Context, l *link) {
+	r.onLink(ctx, l, func(d *device) bool { return d.accepted.Load() && !d.attached() }, r.snapshot(), r.reattach)
+}
+
+// onLink runs do, reattachWorkers at a time, for each device of all that
+// want picks, until the list ends, ctx ends or link l goes.
+func (r *Relay) onLink(ctx context.Context, l *link, want func(*device) bool, all []*device, do func(context.Context, *link, *device)) {
 	todo := make(chan *device)
 	var wg sync.WaitGroup
 	for range reattachWorkers {
@@ -295,14 +301,14 @@ func (r *Relay) reattachAll(ctx context.Context, l *link) {
 		go func() {
 			defer wg.Done()
 			for d := range todo {
-				r.reattach(ctx, l, d)
+				do(ctx, l, d)
 			}
 		}()
 	}
 	defer wg.Wait()
 	defer close(todo)
-	for _, d := range r.snapshot() {
-		if !d.accepted.Load() || d.attached() {
+	for _, d := range all {
+		if !want(d) {
 			continue
 		}
 		select {

@@ -21,8 +21,9 @@ type rawDevice struct {
 	id   *protocol.Identity
 }
 
-// dialRaw connects to tr as id and returns the relay's answer to Hello.
-func dialRaw(t *testing.T, tr *testRelay, id string) (*rawDevice, protocol.Message) {
+// dialNew connects to addr with a new identity, trusting any peer key;
+// the test's cleanup closes the connection.
+func dialNew(t *testing.T, addr string) (*protocol.Identity, *quic.Conn) {
 	t.Helper()
 	ident, err := protocol.GenerateIdentity()
 	if err != nil {
@@ -30,11 +31,20 @@ func dialRaw(t *testing.T, tr *testRelay, id string) (*rawDevice, protocol.Messa
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	conn, err := quic.DialAddr(ctx, tr.Addr().String(), ident.ClientTLS(func(ed25519.PublicKey) error { return nil }), protocol.QUICConfig())
+	conn, err := quic.DialAddr(ctx, addr, ident.ClientTLS(func(ed25519.PublicKey) error { return nil }), protocol.QUICConfig())
 	if err != nil {
-		t.Fatalf("dial relay: %v", err)
+		t.Fatalf("dial %s: %v", addr, err)
 	}
 	t.Cleanup(func() { conn.CloseWithError(0, "") })
+	return ident, conn
+}
+
+// dialRaw connects to tr as id and returns the relay's answer to Hello.
+func dialRaw(t *testing.T, tr *testRelay, id string) (*rawDevice, protocol.Message) {
+	t.Helper()
+	ident, conn := dialNew(t, tr.Addr().String())
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
 	s, err := conn.OpenStreamSync(ctx)
 	if err != nil {
 		t.Fatalf("open stream: %v", err)

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -247,35 +246,18 @@ func (s *store) lastSeq(d *device) uint64 {
 // items itself. Orphans not resumed because the link failed wait for the
 // next link.
 func (r *Relay) resumeOrphans(ctx context.Context, l *link) {
-	todo := make(chan *device)
-	var wg sync.WaitGroup
-	for range reattachWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for d := range todo {
-				r.resumeOrphan(ctx, l, d)
-			}
-		}()
-	}
-	defer wg.Wait()
-	defer close(todo)
-	for _, d := range r.store.orphanList() {
+	back := func(d *device) bool {
 		r.mu.RLock()
-		back := r.devices[d.id] != nil
-		r.mu.RUnlock()
-		if back {
-			r.store.abandon(d)
-			continue
-		}
-		select {
-		case todo <- d:
-		case <-ctx.Done():
-			return
-		case <-l.conn.Context().Done():
-			return
-		}
+		defer r.mu.RUnlock()
+		return r.devices[d.id] != nil
 	}
+	r.onLink(ctx, l, func(d *device) bool {
+		if back(d) {
+			r.store.abandon(d)
+			return false
+		}
+		return true
+	}, r.store.orphanList(), r.resumeOrphan)
 }
 
 // resumeOrphan opens an orphan's session with its kept Hello, sends its

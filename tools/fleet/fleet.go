@@ -56,6 +56,8 @@ type Fleet struct {
 	// verified remembers jobs whose signature was checked: every simulated
 	// device receives the same signed bytes, and N real devices would check
 	// them on N CPUs at once, not one after another on the simulator's.
+	census *census // FLEETSIM_CENSUS=1
+
 	errMu sync.Mutex
 	errs  map[string]int // why sessions ended or failed, counted
 
@@ -87,6 +89,9 @@ func Start(addr string, opts Options) (*Fleet, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Fleet{opts: opts, addr: addr, cancel: cancel, verified: map[string]*protocol.JobBody{}}
+	if os.Getenv("FLEETSIM_CENSUS") == "1" {
+		f.census = &census{counts: map[string]int{}}
+	}
 	for i := 0; i < opts.N; i++ {
 		if i%opts.PerSocket == 0 {
 			pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
@@ -271,6 +276,15 @@ func (f *Fleet) keepConnected(ctx context.Context, a *simAgent, addr *net.UDPAdd
 	}
 }
 
+// Census returns the packets the devices sent and received since it was
+// last called, by frames carried (FLEETSIM_CENSUS=1; else "").
+func (f *Fleet) Census() string {
+	if f.census == nil {
+		return ""
+	}
+	return f.census.take()
+}
+
 // noteErr counts why a session ended or could not start.
 func (f *Fleet) noteErr(err error) {
 	if err == nil {
@@ -327,7 +341,11 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 		return nil
 	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	conn, err := a.tr.Dial(dctx, addr, a.ident.ClientTLS(pin), protocol.QUICConfig())
+	qc := protocol.QUICConfig()
+	if f.census != nil {
+		qc.Tracer = f.census.trace
+	}
+	conn, err := a.tr.Dial(dctx, addr, a.ident.ClientTLS(pin), qc)
 	if err != nil {
 		cancel()
 		return err

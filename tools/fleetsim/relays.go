@@ -37,6 +37,12 @@ type relayReport struct {
 	// CPU time per round (all rounds, warm-up included), of this process
 	// (the simulated devices), the master's and the relays': steadier
 	// than wall times on a shared machine.
+	// The master's VmRSS once all are connected, and its growth from
+	// before, per device and per relay (a relay's link and its devices'
+	// sessions).
+	MasterRSSMiB       float64 `json:"master_rss_mib"`
+	MasterKiBPerDevice float64 `json:"master_kib_per_device"`
+	MasterKiBPerRelay  float64 `json:"master_kib_per_relay"`
 	// CPU time per device connected, the same way.
 	ConnSimCPUMS    float64 `json:"connect_sim_cpu_ms_per_device"`
 	ConnMasterCPUMS float64 `json:"connect_master_cpu_ms_per_device"`
@@ -89,7 +95,7 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 			stopChild(child)
 		}
 	}()
-	rss0 := rssKiB(child.Process.Pid)
+	rss0, mrss0 := rssKiB(child.Process.Pid), rssKiB(m.cmd.Process.Pid)
 	simCPU0, relayCPU0, masterCPU0 := cpuTime(os.Getpid()), cpuTime(child.Process.Pid), cpuTime(m.cmd.Process.Pid)
 	start := time.Now()
 	f, err := fleet.Start("", fleet.Options{N: n, MasterFP: m.Finger, Addrs: addrs, Ramp: ramp, Seed: opts.Seed})
@@ -107,13 +113,14 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	connect := time.Since(start)
 	connSimCPU, connRelayCPU := cpuTime(os.Getpid())-simCPU0, cpuTime(child.Process.Pid)-relayCPU0
 	connMasterCPU := cpuTime(m.cmd.Process.Pid) - masterCPU0
-	rss1 := rssKiB(child.Process.Pid)
+	rss1, mrss1 := rssKiB(child.Process.Pid), rssKiB(m.cmd.Process.Pid)
 	// A round in which some device did not return (its session was being
 	// re-established when the job went out) is counted, not timed.
 	var times []time.Duration
 	failed := 0
 	simCPU0, relayCPU0, masterCPU0 = cpuTime(os.Getpid()), cpuTime(child.Process.Pid), cpuTime(m.cmd.Process.Pid)
 	udp0 := udpSent()
+	f.Census() // from the rounds on
 	for i := 0; i < warmup+rounds; i++ {
 		d, err := ping(ctx, m.Socket, "sim-*", n)
 		var inc *incomplete
@@ -137,10 +144,15 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	all := float64(warmup + rounds)
 	udpPerDevice := float64(udpSent()-udp0) / all / float64(n)
+	if c := f.Census(); c != "" {
+		fmt.Fprintf(os.Stderr, "fleetsim: the devices' 1-RTT packets over %d rounds, by frames:\n%s", warmup+rounds, c)
+	}
 	simCPU, relayCPU := cpuTime(os.Getpid())-simCPU0, cpuTime(child.Process.Pid)-relayCPU0
 	masterCPU := cpuTime(m.cmd.Process.Pid) - masterCPU0
 	rep := relayReport{SimCPUMS: ms(simCPU) / all, RelayCPUMS: ms(relayCPU) / all,
-		MasterCPUMS: ms(masterCPU) / all, ConnMasterCPUMS: ms(connMasterCPU) / float64(n),
+		MasterRSSMiB: float64(mrss1) / 1024, MasterKiBPerDevice: float64(mrss1-mrss0) / float64(n),
+		MasterKiBPerRelay: float64(mrss1-mrss0) / float64(r),
+		MasterCPUMS:       ms(masterCPU) / all, ConnMasterCPUMS: ms(connMasterCPU) / float64(n),
 		UDPPerDevice: udpPerDevice, ConnSimCPUMS: ms(connSimCPU) / float64(n), ConnRelayCPUMS: ms(connRelayCPU) / float64(n), Devices: n, Relays: r, Rounds: len(times), Incomplete: failed, ConnectS: connect.Seconds(),
 		P50MS: ms(pct(times, 50)), P99MS: ms(pct(times, 99)), MinMS: ms(times[0]), MaxMS: ms(times[len(times)-1]),
 		RelayRSSMiB: float64(rss1) / 1024, RelayKiBPerDevice: float64(rss1-rss0) / float64(n)}

@@ -1,0 +1,122 @@
+// Package udphop is a UDP forwarder that tests put where a WAN would be,
+// between a relay and its master: peers send to its port, it forwards each
+// datagram to the master (from one socket per peer address) and the
+// answers back. Cut, it drops every datagram both ways, as an outage does,
+// while both ends keep their sockets: QUIC sees silence, not an error.
+package udphop
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// Hop is a running forwarder.
+type Hop struct {
+	ln      *net.UDPConn
+	to      *net.UDPAddr
+	cut     atomic.Bool
+	dropped atomic.Int64
+
+	mu     sync.Mutex
+	flows  map[string]*net.UDPConn
+	closed bool // no more flows
+	wg     sync.WaitGroup
+}
+
+// Start starts a hop on a free loopback port to the master at to; the
+// test's cleanup stops it.
+func Start(t testing.TB, to string) *Hop {
+	t.Helper()
+	addr, err := net.ResolveUDPAddr("udp", to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Hop{ln: ln, to: addr, flows: map[string]*net.UDPConn{}}
+	h.wg.Add(1)
+	go h.forward()
+	t.Cleanup(h.close)
+	return h
+}
+
+// Addr is the address peers send to.
+func (h *Hop) Addr() string { return h.ln.LocalAddr().String() }
+
+// Port is Addr's port.
+func (h *Hop) Port() int { return h.ln.LocalAddr().(*net.UDPAddr).Port }
+
+// Cut drops every datagram from now on (true) or forwards them again.
+func (h *Hop) Cut(cut bool) { h.cut.Store(cut) }
+
+// Dropped is how many datagrams were dropped while cut.
+func (h *Hop) Dropped() int64 { return h.dropped.Load() }
+
+// forward carries datagrams from the peers to the master.
+func (h *Hop) forward() {
+	defer h.wg.Done()
+	buf := make([]byte, 64<<10)
+	for {
+		n, from, err := h.ln.ReadFromUDP(buf)
+		if err != nil {
+			return // closed
+		}
+		if h.cut.Load() {
+			h.dropped.Add(1)
+			continue
+		}
+		h.mu.Lock()
+		up, ok := h.flows[from.String()]
+		if !ok {
+			if h.closed {
+				h.mu.Unlock()
+				return
+			}
+			if up, err = net.DialUDP("udp", nil, h.to); err != nil {
+				h.mu.Unlock()
+				continue
+			}
+			h.flows[from.String()] = up
+			h.wg.Add(1)
+			go h.back(up, from)
+		}
+		h.mu.Unlock()
+		up.Write(buf[:n])
+	}
+}
+
+// back carries the master's datagrams on one flow back to its peer.
+func (h *Hop) back(up *net.UDPConn, peer *net.UDPAddr) {
+	defer h.wg.Done()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := up.Read(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue // an ICMP error (the master restarting): go on
+		}
+		if h.cut.Load() {
+			h.dropped.Add(1)
+			continue
+		}
+		h.ln.WriteToUDP(buf[:n], peer)
+	}
+}
+
+func (h *Hop) close() {
+	h.ln.Close()
+	h.mu.Lock()
+	h.closed = true
+	for _, c := range h.flows {
+		c.Close()
+	}
+	h.mu.Unlock()
+	h.wg.Wait()
+}
