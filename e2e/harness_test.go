@@ -35,6 +35,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build binaries:", err)
 		os.Exit(1)
 	}
+	// A relay that alters what it forwards (relay/tamper_hook.go), to show
+	// as real processes that the ends refuse it.
+	cmd = exec.Command("go", "build", "-tags", "halite_tamper", "-o", dir+"/tamper/", "../cmd/halite-agent")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build the tampering relay:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -137,9 +145,18 @@ func (c *cluster) start(name string, args ...string) *proc {
 // startRaw starts any program as a daemon of the cluster.
 func (c *cluster) startRaw(path string, args ...string) *proc {
 	c.t.Helper()
+	return c.startRawEnv(nil, path, args...)
+}
+
+// startRawEnv is startRaw with more environment variables (KEY=value).
+func (c *cluster) startRawEnv(env []string, path string, args ...string) *proc {
+	c.t.Helper()
 	name := filepath.Base(path)
 	p := &proc{name: name, log: new(bytes.Buffer), mu: new(sync.Mutex), done: make(chan struct{})}
 	p.cmd = exec.Command(path, args...)
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	w := lockedWriter{p.mu, p.log}
 	p.cmd.Stdout, p.cmd.Stderr = w, w
 	if err := p.cmd.Start(); err != nil {
@@ -187,6 +204,16 @@ func (c *cluster) agentDir(id string) string { return filepath.Join(c.root, "etc
 // startAgent writes an agent's config (first time) and starts it.
 func (c *cluster) startAgent(id string, extra string) *proc {
 	c.t.Helper()
+	c.writeAgentConfig(id, extra)
+	p := c.start("halite-agent", "-c", c.agentDir(id), "-l", "info")
+	c.agents[id] = p
+	return p
+}
+
+// writeAgentConfig writes the config of an agent of the cluster's master,
+// the first time.
+func (c *cluster) writeAgentConfig(id, extra string) {
+	c.t.Helper()
 	dir := c.agentDir(id)
 	if _, err := os.Stat(filepath.Join(dir, "agent")); err != nil {
 		os.MkdirAll(dir, 0o755)
@@ -196,7 +223,15 @@ func (c *cluster) startAgent(id string, extra string) *proc {
 			c.t.Fatal(err)
 		}
 	}
-	p := c.start("halite-agent", "-c", dir, "-l", "info")
+}
+
+// startTampering starts agent id as startAgent does, but from the
+// tampering build, altering every forwarded frame of type what ("job",
+// "return").
+func (c *cluster) startTampering(id, what, extra string) *proc {
+	c.t.Helper()
+	c.writeAgentConfig(id, extra)
+	p := c.startRawEnv([]string{"HALITE_TEST_TAMPER=" + what}, filepath.Join(binDir, "tamper", "halite-agent"), "-c", c.agentDir(id), "-l", "info")
 	c.agents[id] = p
 	return p
 }

@@ -103,3 +103,45 @@ func TestRelays(t *testing.T) {
 		return strings.Contains(r.stdout, `"d3"`)
 	})
 }
+
+// TestRelayTamperProcesses: relays that alter what they forward, as real
+// processes (halite-agent built with -tags halite_tamper, which flips a
+// byte of the signed body of every job, or every return, it forwards).
+// The device refuses the altered job, the master the altered return:
+// neither device's answer arrives, while the relays themselves, whose own
+// sessions are not altered, answer as usual.
+func TestRelayTamperProcesses(t *testing.T) {
+	c := newCluster(t, "")
+	c.startMaster()
+	p1, p2 := freeUDPPort(t), freeUDPPort(t)
+	c.startTampering("r1", "job", relayConf(p1))
+	c.startTampering("r2", "return", relayConf(p2))
+	c.acceptAll("r1", "r2")
+	c.startBehind("d1", p1, "")
+	c.startBehind("d2", p2, "")
+	waitFor(t, 30*time.Second, "the devices' keys pending", func() bool {
+		keys, _ := c.jsonOut("halite-key", "-L")
+		pre, _ := keys["minions_pre"].([]any)
+		return len(pre) == 2
+	})
+	c.acceptAll("r1", "r2", "d1", "d2")
+	c.waitUp("r1", "r2", "d1", "d2")
+
+	m, r := c.jsonOut("halite", "-t", "5", "-L", "r1,r2,d1,d2", "test.ping")
+	if m["r1"] != true || m["r2"] != true {
+		t.Errorf("test.ping: the relays answered %v, %v; want true (their own sessions are not altered)\n%s", m["r1"], m["r2"], r.stderr)
+	}
+	for _, id := range []string{"d1", "d2"} {
+		if m[id] == true {
+			t.Errorf("test.ping: %s returned true through a tampering relay\n%s", id, r.stdout)
+		}
+	}
+	// And each end said why.
+	waitFor(t, 10*time.Second, "d1 refusing the altered job", func() bool {
+		return strings.Contains(c.agents["d1"].output(), "signature")
+	})
+	waitFor(t, 10*time.Second, "the master refusing d2's altered return", func() bool {
+		out := c.master.output()
+		return strings.Contains(out, "d2") && strings.Contains(out, "bad signature")
+	})
+}

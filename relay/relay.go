@@ -93,6 +93,9 @@ func New(o Options) (*Relay, error) {
 		handshakes: newBucket(c.Admit, max(c.Admit/4, 1)),
 	}
 	r.store.onLost = r.spoolDropped
+	if tamperHook != nil {
+		r.tamper = tamperHook()
+	}
 	return r, nil
 }
 

@@ -1,0 +1,44 @@
+package relay
+
+import (
+	"errors"
+
+	"github.com/halite-fleet/halite/protocol"
+)
+
+// tamperHook, set only in a binary built with -tags halite_tamper (the
+// end-to-end tests' tampering relay), gives a new relay its tamper
+// function. Production builds have none: the relay forwards bytes.
+var tamperHook func() func(protocol.Type, []byte) []byte
+
+// flipSigned returns wire (a whole frame of a job or a return) with the
+// last byte of its signed body flipped: what a relay that tampers would
+// do, which the ends must refuse.
+func flipSigned(wire []byte) ([]byte, error) {
+	if len(wire) < 5 {
+		return nil, errors.New("tamper: short frame")
+	}
+	msg, err := protocol.Decode(wire[4:])
+	if err != nil {
+		return nil, err
+	}
+	var s *protocol.Signed
+	switch m := msg.(type) {
+	case *protocol.Job:
+		s = &m.Signed
+	case *protocol.Return:
+		s = &m.Signed
+	default:
+		return wire, nil
+	}
+	if len(s.Body) == 0 {
+		return nil, errors.New("tamper: empty body")
+	}
+	s.Body = append([]byte(nil), s.Body...)
+	s.Body[len(s.Body)-1] ^= 1
+	b, err := protocol.Encode(msg)
+	if err != nil {
+		return nil, err
+	}
+	return protocol.AppendFrame(nil, b), nil
+}
