@@ -33,6 +33,13 @@ func (c *census) note(dir string, frames []qlog.Frame) {
 		if t != nil {
 			name = strings.TrimSuffix(strings.ToLower(t.Name()), "frame")
 		}
+		// Bytes, to tell a job (hundreds) from an ack (a dozen).
+		switch sf := f.Frame.(type) {
+		case qlog.StreamFrame:
+			name = fmt.Sprintf("stream(%d)", sf.Length)
+		case *qlog.StreamFrame:
+			name = fmt.Sprintf("stream(%d)", sf.Length)
+		}
 		if len(kinds) == 0 || kinds[len(kinds)-1] != name {
 			kinds = append(kinds, name)
 		}
