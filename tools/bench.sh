@@ -4,6 +4,9 @@
 #      Sign/Verify/HMAC; targets compound matching (-cpu 1); job cache
 #      SaveReturn (writers=1, 64); event bus Publish.
 #   2. The fleet simulator: publish-to-last-return at 100, 1000, 5000 agents.
+#   2d. The fleet simulator behind relays: RELAY_N devices behind RELAY_R
+#      relays (master, relays and devices in three processes): test.ping
+#      rounds, relay and master memory, then a relay restart (storm).
 #   2c. engines/starlark BenchmarkCountingEngine (events/s into a Starlark
 #      engine) and tools/beaconbench (five beacons' CPU and RSS on an agent).
 #   3. tools/procbench: a real master and 100 real agents on loopback, the
@@ -17,19 +20,23 @@
 # Raw output stays in BENCH_OUT (default: a new temporary directory).
 # docs/BENCHMARKS.md records the figures and how to read them.
 #
-# Knobs: BENCH_COUNT (5), BENCH_TIME (1s), BENCH_BUDGET (600),
+# Knobs: BENCH_COUNT (5), BENCH_TIME (1s), BENCH_BUDGET (900),
 #        FLEETSIM_N (100,1000,5000), FLEETSIM_ROUNDS (10), PROCBENCH_N (100),
-#        FAILOVER_N (1000).
+#        FAILOVER_N (1000), RELAY_N (10000), RELAY_R (10).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO="${GO:-go}"
 COUNT="${BENCH_COUNT:-5}"
 BTIME="${BENCH_TIME:-1s}"
-BUDGET="${BENCH_BUDGET:-600}"
+BUDGET="${BENCH_BUDGET:-900}"
 FLEETSIM_N="${FLEETSIM_N:-100,1000,5000}"
 FLEETSIM_ROUNDS="${FLEETSIM_ROUNDS:-10}"
 PROCBENCH_N="${PROCBENCH_N:-100}"
 FAILOVER_N="${FAILOVER_N:-1000}"
+RELAY_N="${RELAY_N:-10000}"
+RELAY_R="${RELAY_R:-10}"
+# Ten thousand QUIC connections need the descriptors and socket buffers.
+ulimit -n 20000 2>/dev/null || true
 OUT="${BENCH_OUT:-$(mktemp -d -t halite-bench.XXXXXX)}"
 mkdir -p "$OUT"
 START=$SECONDS
@@ -177,6 +184,11 @@ else
   FAILED+=(fleetsim-build)
 fi
 
+say "2d. Devices behind relays: $RELAY_N simulated devices behind $RELAY_R relays, then a relay restart"
+if [[ -x "$OUT/fleetsim" ]]; then
+  step fleetsim-relays 300 "$OUT/fleetsim" -relays "$RELAY_R" -n "$RELAY_N" -rounds 10 -ramp 400 -storm term -json
+fi
+
 say "2b. Reactor: tag matching and rendering (go test), then end to end (tools/reactorbench)"
 step bench-reactor 120 "$GO" test -run '^$' -benchmem -count 1 -timeout "$(left 120)s" -bench . ./reactor/
 if "$GO" build -o "$OUT/reactorbench" ./tools/reactorbench; then
@@ -225,6 +237,9 @@ v7=$(awk '$1 == "linux-armv7" { print $3 }' "$OUT/cross.txt" 2>/dev/null)
 cmp=$(metric "$A" Compound/phase=compile+match/grains=index/minions=100000 ns/minion)
 fo() { awk -F' *[|] *' -v p="$1" -v c="$2" 'index($2, p) == 1 { print $c }' "$OUT/failoverbench.txt" 2>/dev/null; }
 fop99=$(fo failover 6); folost=$(fo failover 9); fbp99=$(fo failback 6); fblost=$(fo failback 9)
+# rj FIELD: a number from the relay run's JSON line.
+rj() { grep -o "\"$1\":[0-9.]*" "$OUT/fleetsim-relays.txt" 2>/dev/null | tail -1 | cut -d: -f2; }
+rlp99=$(rj p99_ms); rlp50=$(rj p50_ms); rlkib=$(rj relay_kib_per_device); rlstorm=$(rj storm_all_back_s); rlmkib=$(rj master_kib_per_device)
 rp99=$(awk -F' *[|] *' '$2 ~ /^[0-9]+$/ { print $7 }' "$OUT/reactorbench-1000.txt" 2>/dev/null)
 rps=$(awk -F' *[|] *' '$2 ~ /^[0-9]+$/ { print $5 }' "$OUT/reactorbench-max.txt" 2>/dev/null)
 {
@@ -241,6 +256,9 @@ rps=$(awk -F' *[|] *' '$2 ~ /^[0-9]+$/ { print $5 }' "$OUT/reactorbench-max.txt"
   echo "| failover: returns lost = 0 | ${folost:-—} | $(judge "$folost" 0) | (same) |"
   echo "| failback: first master back → every agent on it, p99 (master_failback_interval 5) | ${fbp99:-—} | measured | (same) |"
   echo "| failback: returns lost = 0 | ${fblost:-—} | $(judge "$fblost" 0) | (same) |"
+  echo "| $RELAY_N devices behind $RELAY_R relays: test.ping p99 ≤ 1 s (p50 ${rlp50:-—} ms) | ${rlp99:+$rlp99 ms} | $(judge "$rlp99" 1000) | fleetsim -relays $RELAY_R -n $RELAY_N -rounds 10 -ramp 400 -storm term -json |"
+  echo "| relay memory per device ≤ 40 KiB (master: ${rlmkib:-—} KiB per relayed device) | ${rlkib:+$rlkib KiB} | $(judge "$rlkib" 40) | (same) |"
+  echo "| relay restart: all $RELAY_N devices back ≤ 20 s | ${rlstorm:+$rlstorm s} | $(judge "$rlstorm" 20) | (same) |"
   echo "| compound target, 100k minions, compile+match ≤ 400 ns/minion | ${cmp:+$cmp ns} | $(judge "$cmp" 400) | go test -bench BenchmarkCompound -cpu 1 ./targets/ |"
 } | tee "$OUT/goals.md"
 
