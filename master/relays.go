@@ -128,7 +128,11 @@ func (m *Master) serveRelayLink(ctx context.Context, ctrl *session) {
 func (m *Master) readRelayCtrl(l *relayLink) {
 	ctrl := l.ctrl
 	for {
-		msg, err := ctrl.f.Read()
+		b, err := ctrl.f.ReadFrame()
+		var msg protocol.Message
+		if err == nil {
+			msg, err = protocol.DecodeLink(b)
+		}
 		if err != nil {
 			select {
 			case <-ctrl.done:

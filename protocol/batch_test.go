@@ -33,7 +33,7 @@ func TestBatchRoundTrip(t *testing.T) {
 	// The items' frames come back byte for byte, and decode as what the
 	// device sent.
 	body, _ := Encode(b)
-	m, err := Decode(body)
+	m, err := DecodeLink(body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,11 +86,15 @@ func TestBatchDecodeErrors(t *testing.T) {
 		{"duplicate key", []byte{byte(TypeBatch), 0xa2, 0x01, 0x80, 0x01, 0x80}, KindMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := Decode(tc.in)
+			m, err := DecodeLink(tc.in)
 			if err == nil {
-				t.Fatalf("Decode(%x) = %#v, want error", tc.in, m)
+				t.Fatalf("DecodeLink(%x) = %#v, want error", tc.in, m)
 			}
 			wantKind(t, err, tc.want)
 		})
+	}
+	// Off a relay link, a batch is a message type the reader does not know.
+	if _, err := Decode(ok); KindOf(err) != KindUnknownType {
+		t.Errorf("Decode(a batch) = %v, want an unknown type", err)
 	}
 }

@@ -104,13 +104,13 @@ func FuzzDecode(f *testing.F) {
 	}
 	pub := fuzzKey.Public().(ed25519.PublicKey)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := Decode(data)
+		m, err := DecodeLink(data) // every message, Batch too
 		if err == nil {
 			b, err := Encode(m)
 			if err != nil {
 				t.Fatalf("Encode(Decode(%x)): %v", data, err)
 			}
-			m2, err := Decode(b)
+			m2, err := DecodeLink(b)
 			if err != nil {
 				t.Fatalf("Decode(Encode(Decode(%x))) = %v, re-encoded %x", data, err, b)
 			}

@@ -25,7 +25,7 @@ func roundTrip(t *testing.T, m Message) []byte {
 	if got, want := Type(b[0]), m.Type(); got != want {
 		t.Errorf("type byte: got %v, want %v", got, want)
 	}
-	got, err := Decode(b)
+	got, err := DecodeLink(b) // Decode, and Batch too
 	if err != nil {
 		t.Fatalf("Decode(Encode(%T)): %v", m, err)
 	}

@@ -90,11 +90,25 @@ func Decode(frame []byte) (Message, error) {
 		m = new(Error)
 	case TypeAck:
 		m = new(Ack)
-	case TypeBatch:
-		m = new(Batch)
 	default:
 		return nil, Errorf(KindUnknownType, "message type %d", frame[0])
 	}
+	return decodeInto(frame, m)
+}
+
+// DecodeLink is Decode for a relay link's control stream, where a relay
+// may also send a Batch. Batch is kept out of Decode so that a device
+// agent, which never receives one, does not carry its decoder (the 32-bit
+// agents are sized to the last kilobyte).
+func DecodeLink(frame []byte) (Message, error) {
+	if len(frame) > 0 && Type(frame[0]) == TypeBatch {
+		return decodeInto(frame, new(Batch))
+	}
+	return Decode(frame)
+}
+
+// decodeInto decodes frame's body, after its type byte, into m.
+func decodeInto(frame []byte, m Message) (Message, error) {
 	// Every message is a CBOR map; null or undefined would otherwise
 	// decode, without error, to a zero message.
 	if len(frame) < 2 || frame[1]>>5 != 5 {

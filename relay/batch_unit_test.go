@@ -96,7 +96,7 @@ func (p *quicPair) next(t *testing.T) (*protocol.Batch, int) {
 	if err != nil {
 		t.Fatalf("read batch: %v", err)
 	}
-	m, err := protocol.Decode(body)
+	m, err := protocol.DecodeLink(body)
 	if err != nil {
 		t.Fatalf("decode batch: %v", err)
 	}

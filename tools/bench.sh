@@ -238,7 +238,7 @@ cmp=$(metric "$A" Compound/phase=compile+match/grains=index/minions=100000 ns/mi
 fo() { awk -F' *[|] *' -v p="$1" -v c="$2" 'index($2, p) == 1 { print $c }' "$OUT/failoverbench.txt" 2>/dev/null; }
 fop99=$(fo failover 6); folost=$(fo failover 9); fbp99=$(fo failback 6); fblost=$(fo failback 9)
 # rj FIELD: a number from the relay run's JSON line.
-rj() { grep -o "\"$1\":[0-9.]*" "$OUT/fleetsim-relays.txt" 2>/dev/null | tail -1 | cut -d: -f2; }
+rj() { grep -o "\"$1\":[0-9.]*" "$OUT/fleetsim-relays.txt" 2>/dev/null | tail -1 | cut -d: -f2 | awk '{ printf "%.1f", $1 }'; }
 rlp99=$(rj p99_ms); rlp50=$(rj p50_ms); rlkib=$(rj relay_kib_per_device); rlstorm=$(rj storm_all_back_s); rlmkib=$(rj master_kib_per_device)
 rp99=$(awk -F' *[|] *' '$2 ~ /^[0-9]+$/ { print $7 }' "$OUT/reactorbench-1000.txt" 2>/dev/null)
 rps=$(awk -F' *[|] *' '$2 ~ /^[0-9]+$/ { print $5 }' "$OUT/reactorbench-max.txt" 2>/dev/null)
