@@ -27,6 +27,16 @@ func (c *cluster) startBehind(id string, relayPort int, extra string) *proc {
 	return p
 }
 
+// waitPending waits until n keys are pending (halite-key -L).
+func (c *cluster) waitPending(n int) {
+	c.t.Helper()
+	waitFor(c.t, 30*time.Second, fmt.Sprintf("%d keys pending", n), func() bool {
+		keys, _ := c.jsonOut("halite-key", "-L")
+		pre, _ := keys["minions_pre"].([]any)
+		return len(pre) == n
+	})
+}
+
 // TestRelays: a master, two relays (halite-agent with a relay: section)
 // and devices behind them, all real processes: enrolment through a relay,
 // jobs fanned out, the master killed while jobs run (their returns wait and
@@ -43,11 +53,7 @@ func TestRelays(t *testing.T) {
 	c.startBehind("d1", r1Port, "grains:\n  role: camera\n")
 	c.startBehind("d2", r1Port, "grains:\n  role: sensor\n")
 	c.startBehind("d3", r2Port, "grains:\n  role: camera\n")
-	waitFor(t, 30*time.Second, "the devices' keys pending", func() bool {
-		keys, _ := c.jsonOut("halite-key", "-L")
-		pre, _ := keys["minions_pre"].([]any)
-		return len(pre) == 3
-	})
+	c.waitPending(3)
 	// halite-key names the relay each pending key came through.
 	keys, r := c.jsonOut("halite-key", "-L")
 	if got, want := fmt.Sprint(keys["relays"]), "map[d1:r1 d2:r1 d3:r2]"; got != want {
@@ -119,11 +125,7 @@ func TestRelayTamperProcesses(t *testing.T) {
 	c.acceptAll("r1", "r2")
 	c.startBehind("d1", p1, "")
 	c.startBehind("d2", p2, "")
-	waitFor(t, 30*time.Second, "the devices' keys pending", func() bool {
-		keys, _ := c.jsonOut("halite-key", "-L")
-		pre, _ := keys["minions_pre"].([]any)
-		return len(pre) == 2
-	})
+	c.waitPending(2)
 	c.acceptAll("r1", "r2", "d1", "d2")
 	c.waitUp("r1", "r2", "d1", "d2")
 

@@ -12,6 +12,17 @@ import (
 	"github.com/halite-fleet/halite/internal/udphop"
 )
 
+// masterAndRelay starts the cluster's master and an accepted relay id,
+// and returns the relay's port for devices.
+func (c *cluster) masterAndRelay(id string) int {
+	c.t.Helper()
+	c.startMaster()
+	port := freeUDPPort(c.t)
+	c.startAgent(id, relayConf(port))
+	c.acceptAll(id)
+	return port
+}
+
 // relayConf is the relay: section of a relay listening on port.
 func relayConf(port int) string {
 	return fmt.Sprintf("relay:\n  interface: 127.0.0.1\n  port: %d\n  heartbeat: 1\n", port)
@@ -281,10 +292,7 @@ func listed(keys map[string]any, state, id string) bool {
 // accepted one. The real device works throughout, and comes back.
 func TestRelayImpostor(t *testing.T) {
 	c := newCluster(t, "")
-	c.startMaster()
-	rPort := freeUDPPort(t)
-	c.startAgent("r1", relayConf(rPort))
-	c.acceptAll("r1")
+	rPort := c.masterAndRelay("r1")
 	c.startBehind("d1", rPort, "")
 	c.acceptAll("r1", "d1")
 	fp, _ := c.jsonOut("halite-key", "-f", "d1")
@@ -339,10 +347,7 @@ func TestRelayImpostor(t *testing.T) {
 // shows); rejected, it stays out; deleted and accepted again, it works.
 func TestRelayKeyLifecycle(t *testing.T) {
 	c := newCluster(t, "")
-	c.startMaster()
-	rPort := freeUDPPort(t)
-	c.startAgent("r1", relayConf(rPort))
-	c.acceptAll("r1")
+	rPort := c.masterAndRelay("r1")
 	c.startBehind("d1", rPort, "")
 	c.startAgent("x1", "")
 	pendingVia := func() bool {
