@@ -427,19 +427,20 @@ func (r *Relay) readUp(ctx context.Context, l *link, d *device, up *sender, s *q
 // more than the bytes it carries (a send, a receive and QUIC's own ack of
 // it, each way); a device that gets jobs often has its acks with them, and
 // one that does not waits ackDelay longer to forget what it sent (it keeps
-// it in its spool meanwhile: nothing is lost).
-const ackDelay = 2 * time.Second
+// it in its spool meanwhile: nothing is lost). A variable for the tests.
+var ackDelay = 2 * time.Second
 
 // ackLoop forwards the acks that waited ackDelay, until ctx ends.
 func (r *Relay) ackLoop(ctx context.Context) error {
-	t := time.NewTicker(ackDelay / 8)
+	delay := ackDelay
+	t := time.NewTicker(delay / 8)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case now := <-t.C:
-			old := now.Add(-ackDelay).UnixNano()
+			old := now.Add(-delay).UnixNano()
 			for _, d := range r.snapshot() {
 				if since := d.ackSince.Load(); since != 0 && since <= old {
 					d.sendWithAck(nil)
