@@ -240,12 +240,35 @@ func (s *store) lastSeq(d *device) uint64 {
 	return 0
 }
 
+// orphanGrace is how long after the upstream link comes up the relay
+// waits for a previous run's devices to come back before it resumes the
+// sessions of those that did not (a variable for the tests).
+var orphanGrace = 5 * time.Second
+
 // resumeOrphans resumes, on link l, the sessions of the previous run's
 // devices that left items on disk, reattachWorkers at a time. An orphan
 // whose device is connected again is abandoned: the device sends its
 // items itself. Orphans not resumed because the link failed wait for the
 // next link.
+//
+// It waits orphanGrace first: devices that are alive come back within
+// seconds of a relay restart and send their items themselves, and a
+// session resumed for one of them meanwhile would show it to the master as
+// connected before it is (a job sent to it then would wait for a return
+// that cannot come).
 func (r *Relay) resumeOrphans(ctx context.Context, l *link) {
+	if len(r.store.orphanList()) == 0 {
+		return
+	}
+	t := time.NewTimer(orphanGrace)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return
+	case <-l.conn.Context().Done():
+		return
+	}
 	back := func(d *device) bool {
 		r.mu.RLock()
 		defer r.mu.RUnlock()
