@@ -242,8 +242,17 @@ func (s *store) lastSeq(d *device) uint64 {
 
 // orphanGrace is how long after the upstream link comes up the relay
 // waits for a previous run's devices to come back before it resumes the
-// sessions of those that did not (a variable for the tests).
-var orphanGrace = 5 * time.Second
+// sessions of those that did not: an agent whose session ended comes back
+// within its random_reauth_delay (Salt's default, 10 s), so the relay
+// waits its own random_reauth_delay and 5 s more. Tests set it.
+var orphanGrace time.Duration
+
+func (r *Relay) orphanGrace() time.Duration {
+	if orphanGrace > 0 {
+		return orphanGrace
+	}
+	return time.Duration(max(r.o.Config.RandomReauthDelay, 0)+5) * time.Second
+}
 
 // resumeOrphans resumes, on link l, the sessions of the previous run's
 // devices that left items on disk, reattachWorkers at a time. An orphan
@@ -251,8 +260,8 @@ var orphanGrace = 5 * time.Second
 // items itself. Orphans not resumed because the link failed wait for the
 // next link.
 //
-// It waits orphanGrace first: devices that are alive come back within
-// seconds of a relay restart and send their items themselves, and a
+// It waits orphanGrace first: devices that are alive come back soon
+// after a relay restart and send their items themselves, and a
 // session resumed for one of them meanwhile would show it to the master as
 // connected before it is (a job sent to it then would wait for a return
 // that cannot come).
@@ -260,7 +269,7 @@ func (r *Relay) resumeOrphans(ctx context.Context, l *link) {
 	if len(r.store.orphanList()) == 0 {
 		return
 	}
-	t := time.NewTimer(orphanGrace)
+	t := time.NewTimer(r.orphanGrace())
 	defer t.Stop()
 	select {
 	case <-t.C:
