@@ -97,6 +97,19 @@ func TestRelays(t *testing.T) {
 	// A relay restarts: its devices come back.
 	c.stop(c.agents["r1"])
 	c.startAgent("r1", "")
+	// Back for real, not as sessions the relay resumes to deliver what
+	// they left (which the master also lists as up).
+	waitFor(t, 30*time.Second, "d1 and d2 back behind the restarted r1", func() bool {
+		back := map[string]bool{}
+		for _, line := range strings.Split(c.agents["r1"].output(), "\n") {
+			for _, id := range []string{"d1", "d2"} {
+				if strings.Contains(line, "device connected") && strings.Contains(line, `"device": "`+id+`"`) {
+					back[id] = true
+				}
+			}
+		}
+		return back["d1"] && back["d2"]
+	})
 	c.waitUp("r1", "d1", "d2")
 	m, r = c.jsonOut("halite", "-L", "d1,d2", "test.ping")
 	if m["d1"] != true || m["d2"] != true {

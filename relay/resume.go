@@ -244,14 +244,17 @@ func (s *store) lastSeq(d *device) uint64 {
 // waits for a previous run's devices to come back before it resumes the
 // sessions of those that did not: an agent whose session ended comes back
 // within its random_reauth_delay (Salt's default, 10 s), so the relay
-// waits its own random_reauth_delay and 5 s more. Tests set it.
+// waits its own random_reauth_delay, at least 10 s, and 5 s more. Tests
+// set it.
 var orphanGrace time.Duration
 
 func (r *Relay) orphanGrace() time.Duration {
 	if orphanGrace > 0 {
 		return orphanGrace
 	}
-	return time.Duration(max(r.o.Config.RandomReauthDelay, 0)+5) * time.Second
+	// Devices may be configured apart from their relay: at least Salt's
+	// default.
+	return time.Duration(max(r.o.Config.RandomReauthDelay, 10)+5) * time.Second
 }
 
 // resumeOrphans resumes, on link l, the sessions of the previous run's
