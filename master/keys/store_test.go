@@ -254,6 +254,18 @@ func TestCheckDeniedOnlyIsNew(t *testing.T) {
 	f.check("x", k1, changed(denied_))
 }
 
+// writeTree writes files (path under dir → content), making directories.
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, p, content, 0o644)
+	}
+}
+
 func writeFile(t *testing.T, path, content string, mode os.FileMode) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), mode); err != nil {
@@ -498,13 +510,7 @@ func TestLoadFromDisk(t *testing.T) {
 		"minions_denied/" + "a\x01b": string(protocol.EncodePublicKey(k2)), // an id we refuse
 		"minions_pre/subdir/web3":    string(protocol.EncodePublicKey(k2)),
 	}
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, p, content, 0o644)
-	}
+	writeTree(t, dir, files)
 	s, err := Open(dir, Options{Log: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -690,13 +696,7 @@ func TestPendingViaStaleFiles(t *testing.T) {
 		DirPendingVia + "/gone":     "r1\n",
 		DirPendingVia + "/.tmp-123": "r",
 	}
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, p, content, 0o644)
-	}
+	writeTree(t, dir, files)
 	s, err := Open(dir, Options{Log: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
