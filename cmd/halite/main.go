@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -23,6 +24,7 @@ import (
 	"github.com/halite-fleet/halite/internal/cli"
 	"github.com/halite-fleet/halite/internal/output"
 	"github.com/halite-fleet/halite/master/api"
+	"github.com/halite-fleet/halite/targets"
 )
 
 type options struct {
@@ -151,7 +153,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	req.Arg, req.Kwarg = cli.ParseFunArgs(o.args)
 	if o.tgtType == "list" {
-		req.Tgt = o.tgt
+		// -L 'web1, web2' and -L 'web1 web2' name web1 and web2, as in salt.
+		req.Tgt = strings.Join(targets.CLIList(o.tgt), ",")
 	}
 	c, err := api.Dial(ctx, cfg.SocketPath(), req)
 	if err != nil {
