@@ -167,3 +167,16 @@ func TestParseFunArgsSalt(t *testing.T) {
 		}
 	}
 }
+
+// FuzzYAMLValue feeds arbitrary words to YAMLValue and ParseFunArgs: aliases,
+// merges, tags and bad numbers must give a value or the word back, never a
+// panic or a hang.
+func FuzzYAMLValue(f *testing.F) {
+	for _, s := range []string{"yes", "{a: 1}", "[&a [*a]]", "{<<: [*x]}", "!!int 0x_", "1:2:3", "0b", "'", "{a: 1, <<: {a: 2}}", "[" + "[" + "[" + "]]]", "#", "! 3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		_ = YAMLValue(s)
+		ParseFunArgs([]string{s, "k=" + s})
+	})
+}
