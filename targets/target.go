@@ -190,6 +190,27 @@ func CompileList(ids []string) (*Matcher, error) {
 	return &Matcher{root: n, expr: strings.Join(ids, ","), tgtType: "list"}, nil
 }
 
+// CLIList splits the argument of salt -L as Salt's command line does
+// (salt/utils/parsers.py SaltCMDOptionParser._mixin_after_parsed): with a
+// comma, every space is removed and the text split at the commas ("web1,
+// web2" is web1 and web2); without one, it is split at white space
+// ("web1 web2"). Empty names are dropped, as no minion has one.
+func CLIList(arg string) []string {
+	var parts []string
+	if strings.Contains(arg, ",") {
+		parts = strings.Split(strings.ReplaceAll(arg, " ", ""), ",")
+	} else {
+		parts = strings.Fields(arg)
+	}
+	ids := parts[:0]
+	for _, p := range parts {
+		if p != "" {
+			ids = append(ids, p)
+		}
+	}
+	return ids
+}
+
 // IsSyntaxError reports whether err is or wraps a *SyntaxError.
 func IsSyntaxError(err error) bool {
 	var se *SyntaxError

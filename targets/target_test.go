@@ -511,3 +511,33 @@ func TestMatchAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIList pins how salt -L splits its argument: salt/utils/parsers.py
+// SaltCMDOptionParser._mixin_after_parsed removes the spaces and splits at
+// the commas when there is one, else splits at white space.
+func TestCLIList(t *testing.T) {
+	tests := []struct {
+		arg  string
+		want []string
+	}{
+		{"web1,web2", []string{"web1", "web2"}},
+		{"web1, web2", []string{"web1", "web2"}},
+		{" web1 ,web2 ", []string{"web1", "web2"}},
+		{"we b1,web2", []string{"web1", "web2"}}, // every space goes, inside names too
+		{"web1 web2", []string{"web1", "web2"}},
+		{"web1\tweb2", []string{"web1", "web2"}},
+		{"web1", []string{"web1"}},
+		{"web1,,web2,", []string{"web1", "web2"}},
+		{",", []string{}},
+		{"", []string{}},
+	}
+	for _, tt := range tests {
+		got := CLIList(tt.arg)
+		if len(got) == 0 && len(tt.want) == 0 {
+			continue
+		}
+		if d := cmp.Diff(tt.want, got); d != "" {
+			t.Errorf("CLIList(%q) (-want +got):\n%s", tt.arg, d)
+		}
+	}
+}

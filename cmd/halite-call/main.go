@@ -27,13 +27,14 @@ import (
 )
 
 type options struct {
-	configDir string
-	local     bool
-	out       string
-	outIndent int
-	logLevel  string
-	fun       string
-	args      []string
+	configDir    string
+	local        bool
+	out          string
+	outIndent    int
+	outIndentSet *int // &outIndent when --out-indent was given
+	logLevel     string
+	fun          string
+	args         []string
 }
 
 func main() { os.Exit(Main()) }
@@ -44,9 +45,9 @@ func Main() int {
 	var o options
 	fs.StringVarP(&o.configDir, "config-dir", "c", cli.DefaultConfigDir, "the agent's configuration directory")
 	fs.BoolVar(&o.local, "local", false, "run without a master: events stay on this device")
-	fs.StringVar(&o.out, "out", "nested", "output format: nested, json, yaml, txt, raw, quiet")
+	fs.StringVar(&o.out, "out", "nested", "output format: nested, json, yaml, txt, raw, pprint, newline_values_only, quiet")
 	fs.StringVar(&o.out, "output", "nested", "same as --out")
-	fs.IntVar(&o.outIndent, "out-indent", 4, "indentation of json output")
+	fs.IntVar(&o.outIndent, "out-indent", 0, "output_indent of the json, yaml and pprint outputters (negative: one line, flow style)")
 	fs.StringVarP(&o.logLevel, "log-level", "l", "warning", "console log level")
 	err := cli.ParseFlags(fs, os.Args[1:])
 	if err == nil {
@@ -56,8 +57,11 @@ func Main() int {
 			o.fun, o.args = fs.Arg(0), fs.Args()[1:]
 		}
 	}
-	if err == nil && !output.Valid(o.out) {
-		err = cli.Usagef("unknown output format %q (one of %v)", o.out, output.Names())
+	if err == nil {
+		o.out = output.Outputter(o.out, os.Stderr) // an unknown one falls back to nested, as in Salt
+		if fs.Changed("out-indent") {
+			o.outIndentSet = &o.outIndent
+		}
 	}
 	if err == nil && !config.ValidLogLevel(o.logLevel) {
 		err = cli.Usagef("unknown log level %q", o.logLevel)
@@ -81,7 +85,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	defer log.Sync()
 	args, kwargs := cli.ParseFunArgs(o.args)
-	oo := output.CLIOptions(o.out, o.outIndent, false)
+	oo := output.CLIOptions(o.out, o.outIndentSet, false)
 	switch o.fun {
 	case "event.fire":
 		return fireEvent(ctx, cfg, args, stdout, oo, o.out)
@@ -114,7 +118,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		cancel()
 		rets.Close()
 	}
-	if err := output.Format(stdout, o.out, map[string]any{"local": res.Return}, oo); err != nil {
+	if err := output.Format(stdout, o.out, map[string]any{"local": output.InSaltOrder(o.fun, args, res.Return)}, oo); err != nil {
 		return err
 	}
 	if !res.Success || res.Retcode != 0 {

@@ -146,7 +146,7 @@ func run(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writ
 		}
 		if o.out != "" {
 			res["local"] = local["local"]
-			return output.Format(stdout, o.out, res, output.CLIOptions(o.out, 4, false))
+			return output.Format(stdout, o.out, res, output.CLIOptions(o.out, nil, false))
 		}
 		if l, _ := local["local"].(map[string]any); len(l) > 0 && o.match == "*" {
 			fmt.Fprintln(stdout, "Local Keys:")
@@ -245,7 +245,7 @@ func run(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writ
 		return err
 	}
 	if o.out != "" {
-		return output.Format(stdout, o.out, res, output.CLIOptions(o.out, 4, false))
+		return output.Format(stdout, o.out, res, output.CLIOptions(o.out, nil, false))
 	}
 	var ids []string
 	for _, v := range res {
@@ -268,7 +268,7 @@ func printKeys(w io.Writer, out string, res map[string]any) error {
 				res[h.key] = []any{}
 			}
 		}
-		return output.Format(w, out, res, output.CLIOptions(out, 4, false))
+		return output.Format(w, out, res, output.CLIOptions(out, nil, false))
 	}
 	printText(w, res)
 	return nil

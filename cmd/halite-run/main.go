@@ -22,11 +22,12 @@ import (
 )
 
 type options struct {
-	configDir string
-	out       string
-	outIndent int
-	fun       string
-	args      []string
+	configDir    string
+	out          string
+	outIndent    int
+	outIndentSet *int // &outIndent when --out-indent was given
+	fun          string
+	args         []string
 }
 
 func main() { os.Exit(Main()) }
@@ -36,9 +37,9 @@ func Main() int {
 	fs := pflag.NewFlagSet("halite-run [-c CONFIG_DIR] [--out FORMAT] FUNCTION [ARG ...] [KEY=VALUE ...]", pflag.ContinueOnError)
 	var o options
 	fs.StringVarP(&o.configDir, "config-dir", "c", cli.DefaultConfigDir, "the master's configuration directory")
-	fs.StringVar(&o.out, "out", "nested", "output format: nested, json, yaml, txt, raw, quiet")
+	fs.StringVar(&o.out, "out", "nested", "output format: nested, json, yaml, txt, raw, pprint, newline_values_only, quiet")
 	fs.StringVar(&o.out, "output", "nested", "same as --out")
-	fs.IntVar(&o.outIndent, "out-indent", 4, "indentation of json output")
+	fs.IntVar(&o.outIndent, "out-indent", 0, "output_indent of the json, yaml and pprint outputters (negative: one line, flow style)")
 	err := cli.ParseFlags(fs, os.Args[1:])
 	if err == nil {
 		if fs.NArg() == 0 {
@@ -47,8 +48,11 @@ func Main() int {
 			o.fun, o.args = fs.Arg(0), fs.Args()[1:]
 		}
 	}
-	if err == nil && !output.Valid(o.out) {
-		err = cli.Usagef("unknown output format %q (one of %v)", o.out, output.Names())
+	if err == nil {
+		o.out = output.Outputter(o.out, os.Stderr) // an unknown one falls back to nested, as in Salt
+		if fs.Changed("out-indent") {
+			o.outIndentSet = &o.outIndent
+		}
 	}
 	if err == nil {
 		ctx, stop := cli.SignalContext()
@@ -76,7 +80,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
-	return output.Format(stdout, o.out, res, output.CLIOptions(o.out, o.outIndent, false))
+	return output.Format(stdout, o.out, res, output.CLIOptions(o.out, o.outIndentSet, false))
 }
 
 // streamEvents prints live events until count events were printed or the

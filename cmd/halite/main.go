@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -23,30 +24,32 @@ import (
 	"github.com/halite-fleet/halite/internal/cli"
 	"github.com/halite-fleet/halite/internal/output"
 	"github.com/halite-fleet/halite/master/api"
+	"github.com/halite-fleet/halite/targets"
 )
 
 type options struct {
-	configDir   string
-	tgtType     string
-	delimiter   string
-	timeout     int
-	async       bool
-	out         string
-	outIndent   int
-	static      bool
-	verbose     bool
-	showJID     bool
-	ret         string
-	retConfig   string
-	retKwargs   string
-	preview     bool
-	noColor     bool
-	forceColor  bool
-	tgt         string
-	fun         string
-	args        []string
-	stdoutIsTTY bool
-	stderrIsTTY bool
+	configDir    string
+	tgtType      string
+	delimiter    string
+	timeout      int
+	async        bool
+	out          string
+	outIndent    int
+	outIndentSet *int // &outIndent when --out-indent was given
+	static       bool
+	verbose      bool
+	showJID      bool
+	ret          string
+	retConfig    string
+	retKwargs    string
+	preview      bool
+	noColor      bool
+	forceColor   bool
+	tgt          string
+	fun          string
+	args         []string
+	stdoutIsTTY  bool
+	stderrIsTTY  bool
 }
 
 func main() { os.Exit(Main()) }
@@ -74,9 +77,9 @@ func Main() int {
 	fs.StringVar(&o.delimiter, "delimiter", "", "key delimiter of grain and pillar targets (default ':')")
 	fs.IntVarP(&o.timeout, "timeout", "t", 0, "seconds to wait for returns (default: the master's timeout option, 5)")
 	fs.BoolVar(&o.async, "async", false, "publish the job, print its jid and exit without waiting")
-	fs.StringVar(&o.out, "out", "nested", "output format: nested, json, yaml, txt, raw, quiet")
+	fs.StringVar(&o.out, "out", "nested", "output format: nested, json, yaml, txt, raw, pprint, newline_values_only, quiet")
 	fs.StringVar(&o.out, "output", "nested", "same as --out")
-	fs.IntVar(&o.outIndent, "out-indent", 4, "indentation of json output")
+	fs.IntVar(&o.outIndent, "out-indent", 0, "output_indent of the json, yaml and pprint outputters (negative: one line, flow style)")
 	fs.BoolVar(&o.static, "static", false, "print all returns at once at the end, as one document")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "print the jid, and the minions that did not return")
 	fs.BoolVar(&o.showJID, "show-jid", false, "print the jid")
@@ -100,8 +103,11 @@ func Main() int {
 	if err == nil {
 		err = o.positional(fs.Args())
 	}
-	if err == nil && !output.Valid(o.out) {
-		err = cli.Usagef("unknown output format %q (one of %v)", o.out, output.Names())
+	if err == nil {
+		o.out = output.Outputter(o.out, os.Stderr) // an unknown one falls back to nested, as in Salt
+		if fs.Changed("out-indent") {
+			o.outIndentSet = &o.outIndent
+		}
 	}
 	if err == nil {
 		o.stdoutIsTTY = term.IsTerminal(int(os.Stdout.Fd()))
@@ -151,14 +157,15 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	req.Arg, req.Kwarg = cli.ParseFunArgs(o.args)
 	if o.tgtType == "list" {
-		req.Tgt = o.tgt
+		// -L 'web1, web2' and -L 'web1 web2' name web1 and web2, as in salt.
+		req.Tgt = strings.Join(targets.CLIList(o.tgt), ",")
 	}
 	c, err := api.Dial(ctx, cfg.SocketPath(), req)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	oo := output.CLIOptions(o.out, o.outIndent, o.forceColor || (o.stdoutIsTTY && !o.noColor))
+	oo := output.CLIOptions(o.out, o.outIndentSet, o.forceColor || (o.stdoutIsTTY && !o.noColor))
 	first, err := c.Next()
 	if err != nil {
 		return err
@@ -220,14 +227,15 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			if !returnOK(r.Data) {
 				failed = true
 			}
+			ret := output.InSaltOrder(o.fun, req.Arg, r.Data["return"])
 			if o.static {
-				collected[id] = r.Data["return"]
+				collected[id] = ret
 				continue
 			}
 			if progress {
 				output.ClearProgress(stderr)
 			}
-			if err := output.Format(stdout, o.out, map[string]any{id: r.Data["return"]}, oo); err != nil {
+			if err := output.Format(stdout, o.out, map[string]any{id: ret}, oo); err != nil {
 				return err
 			}
 			if progress {

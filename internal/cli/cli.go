@@ -7,12 +7,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/halite-fleet/halite/config"
 )
@@ -90,102 +88,6 @@ func SignalContext() (context.Context, context.CancelFunc) {
 // WarnTo returns a config warning printer writing to w.
 func WarnTo(prog string, w io.Writer) func(config.Warning) {
 	return func(wn config.Warning) { fmt.Fprintf(w, "%s: warning: %s\n", prog, wn.String()) }
-}
-
-// ParseFunArgs turns the words after a function name into positional
-// arguments and keyword arguments, as Salt's CLI does: "key=value" is a
-// keyword argument when key is an identifier, and every value is read as
-// YAML, so "3" is a number, "true" a boolean, "[1, 2]" a list and
-// "{a: 1}" a dictionary; a word that is not valid YAML stays a string.
-func ParseFunArgs(words []string) (args []any, kwargs map[string]any) {
-	args = []any{}
-	for _, w := range words {
-		if k, v, ok := strings.Cut(w, "="); ok && isIdent(k) {
-			if kwargs == nil {
-				kwargs = map[string]any{}
-			}
-			kwargs[k] = YAMLValue(v)
-			continue
-		}
-		args = append(args, YAMLValue(w))
-	}
-	return args, kwargs
-}
-
-func isIdent(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, c := range s {
-		switch {
-		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
-		case '0' <= c && c <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// YAMLValue reads s as a YAML scalar or flow collection, as Salt's
-// yamlify_arg does; what does not parse, or parses to something other than
-// a scalar, list or dictionary, stays the string s.
-func YAMLValue(s string) any {
-	if s == "" {
-		return s
-	}
-	var v any
-	if err := yaml.Unmarshal([]byte(s), &v); err != nil {
-		return s
-	}
-	switch v.(type) {
-	case nil:
-		if s == "null" || s == "~" || s == "None" {
-			return nil
-		}
-		return s
-	case string:
-		if s == "None" {
-			return nil // Salt reads None as Python's None
-		}
-		return s // keep the user's exact text (quotes, spacing)
-	case float64:
-		if !strings.ContainsAny(s, ".eE") {
-			return s // an integer too large to hold exactly, such as a jid
-		}
-		return v
-	case bool, int, int64, uint64:
-		return v
-	case []any, map[string]any, map[any]any:
-		if strings.ContainsAny(s[:1], "[{") {
-			return Normalize(v)
-		}
-	}
-	return s
-}
-
-// Normalize converts maps with non-string keys, as YAML decoding may make,
-// into map[string]any, recursively, so that every value encodes as CBOR.
-func Normalize(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, x := range v {
-			v[k] = Normalize(x)
-		}
-		return v
-	case map[any]any:
-		out := make(map[string]any, len(v))
-		for k, x := range v {
-			out[fmt.Sprint(k)] = Normalize(x)
-		}
-		return out
-	case []any:
-		for i, x := range v {
-			v[i] = Normalize(x)
-		}
-		return v
-	}
-	return v
 }
 
 // DaemonLogger builds a daemon's logger from its configuration and its

@@ -6,6 +6,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// TestParseFunArgs checks several words together (salt/utils/args.py
+// parse_input); TestParseFunArgsSalt has the cases one by one.
 func TestParseFunArgs(t *testing.T) {
 	tests := []struct {
 		words      []string
@@ -20,10 +22,10 @@ func TestParseFunArgs(t *testing.T) {
 		{[]string{"x y=z"}, []any{"x y=z"}, nil},
 		{[]string{"[1, 2]", "{a: 1}"}, []any{[]any{1, 2}, map[string]any{"a": 1}}, nil},
 		{[]string{"None", "null", ""}, []any{nil, nil, ""}, nil},
-		{[]string{"'quoted'"}, []any{"'quoted'"}, nil},
+		{[]string{"'quoted'"}, []any{"quoted"}, nil}, // yamlify_arg returns the loaded str
 		{[]string{"{1: x}"}, []any{map[string]any{"1": "x"}}, nil},
 		{[]string{"- a"}, []any{"- a"}, nil},
-		{[]string{"20261122121248902947", "1e3"}, []any{"20261122121248902947", 1000.0}, nil},
+		{[]string{"20261122121248902947", "1e3"}, []any{"20261122121248902947", "1e3"}, nil}, // PyYAML's float needs a dot
 	}
 	for _, tt := range tests {
 		args, kwargs := ParseFunArgs(tt.words)

@@ -10,13 +10,13 @@ import (
 )
 
 // renderJSON renders like Salt's json_out: Python's json.dumps with
-// ensure_ascii off, keys sorted, indented 4 unless opts.Indent says
-// otherwise; values JSON cannot hold (bytes) become their Python repr, as
+// ensure_ascii off, keys in the data's order (an Ordered's, else sorted),
+// indented 4 unless opts sets output_indent; values JSON cannot hold (bytes) become their Python repr, as
 // json_out's default=repr does.
 func renderJSON(v any, opts Options) (string, error) {
-	indent := opts.Indent
-	if indent == 0 {
-		indent = 4
+	indent := 4 // json_out without output_indent
+	if opts.IndentSet {
+		indent = opts.Indent // 0: a line per item, not indented; < 0: one line
 	}
 	j := &jsonWriter{indent: indent}
 	j.value(v, 0)

@@ -74,6 +74,7 @@ func (n *nested) display(v any, indent int, prefix string) {
 			}
 		}
 	case *dict:
+		x = x.sorted() // nested.py sorts a plain dict's keys
 		if indent > 0 {
 			n.line(indent, colorCyan, "", "----------", "")
 		}

@@ -15,13 +15,17 @@ type Options struct {
 	// theme: keys cyan, strings green, numbers, booleans and None yellow).
 	// The CLI decides, usually from whether stdout is a terminal.
 	Color bool
-	// Indent is Salt's output_indent (--out-indent). For json: 0 means
-	// Salt's default of 4, a positive number that many spaces, a negative
-	// number one line per value. For yaml: 0 means PyYAML's block style,
-	// a positive number that indent with sequences indented under their
-	// key, a negative number flow style. For nested: the base indent
-	// (Salt's nested_indent). Ignored by the others.
-	Indent int
+	// IndentSet says output_indent (--out-indent) was given, as Indent;
+	// Salt's outputters behave differently when it is absent.
+	//   - json: absent, indent 4; 0, a line per item with no indent; a
+	//     positive number, that indent; a negative number, one line.
+	//   - yaml: absent or not negative, block style with PyYAML's indent
+	//     (the number when between 2 and 9, else 2); negative, flow style.
+	//   - pprint: not negative, pprint's indent; absent or negative, 1.
+	// The nested outputter reads Indent, set or not, as its base indent
+	// (Salt's nested_indent). The others ignore it.
+	IndentSet bool
+	Indent    int
 }
 
 // renderer renders a normalised value to text; Format trims the text's
@@ -30,12 +34,14 @@ type Options struct {
 type renderer func(v any, opts Options) (string, error)
 
 var outputters = map[string]renderer{
-	"nested": renderNested,
-	"json":   renderJSON,
-	"yaml":   renderYAML,
-	"txt":    renderTxt,
-	"raw":    renderRaw,
-	"quiet":  func(any, Options) (string, error) { return "", nil },
+	"nested":              renderNested,
+	"json":                renderJSON,
+	"yaml":                renderYAML,
+	"txt":                 renderTxt,
+	"raw":                 renderRaw,
+	"quiet":               func(any, Options) (string, error) { return "", nil },
+	"pprint":              renderPprint,
+	"newline_values_only": renderNewlineValuesOnly,
 }
 
 // aliases maps other names Salt accepts to an outputter.
@@ -72,11 +78,14 @@ func Names() []string {
 //
 //   - nested: Salt's default outputter, indented "key:" lines with values
 //     below them, "----------" before nested dicts, "- item" for lists;
-//   - json: like Salt's json_out, indented 4 and with keys sorted;
+//   - json: like Salt's json_out, indented 4, keys in the data's order;
 //   - yaml: block style, like Salt's yaml_out;
 //   - txt: for a dict, "key: value" a line (each line of a multi-line
 //     string on its own line), as salt-call --out=txt prints command output;
 //   - raw: Python's str() of the data, as Salt's raw outputter;
+//   - pprint: Python's pprint.pformat of the data (pprint_out);
+//   - newline_values_only: each minion's value, or the items of a list
+//     value, a line each (newline_values_only);
 //   - quiet: nothing.
 //
 // Output that is not empty ends with one newline. data is what CBOR
@@ -106,13 +115,36 @@ func Format(w io.Writer, name string, data any, opts Options) error {
 	return nil
 }
 
-// CLIOptions are the options for --out format with --out-indent indent:
-// the indent applies to json only, as Salt's output_indent does, and colour
-// to nested only.
-func CLIOptions(format string, indent int, color bool) Options {
+// CLIOptions are the options for --out format with --out-indent indent
+// (nil when not given): the indent applies to json, yaml and pprint, as
+// Salt's output_indent does, and colour to nested only.
+func CLIOptions(format string, indent *int, color bool) Options {
 	o := Options{Color: color && format == "nested"}
-	if format == "json" {
-		o.Indent = indent
+	switch format {
+	case "json", "yaml", "pprint":
+		if indent != nil {
+			o.IndentSet, o.Indent = true, *indent
+		}
 	}
 	return o
+}
+
+// Outputter returns the outputter to use for --out name: name itself when
+// known, else "nested", with the error Salt logs on the console
+// (salt/output/__init__.py get_printout) written to stderr. Salt says
+// nothing for "grains", an outputter it once had.
+func Outputter(name string, stderr io.Writer) string {
+	if name == "" {
+		return "nested"
+	}
+	if Valid(name) {
+		if a, ok := aliases[name]; ok {
+			return a
+		}
+		return name
+	}
+	if name != "grains" {
+		fmt.Fprintf(stderr, "[ERROR   ] Invalid outputter %s specified, fall back to nested\n", name)
+	}
+	return "nested"
 }

@@ -102,7 +102,7 @@ var goldenCases = []struct {
 }
 
 // outputterNames are the outputters with golden files; quiet has its own test.
-var outputterNames = []string{"nested", "json", "yaml", "txt", "raw"}
+var outputterNames = []string{"nested", "json", "yaml", "txt", "raw", "pprint", "newline_values_only"}
 
 func TestGolden(t *testing.T) {
 	for _, tc := range goldenCases {
@@ -127,10 +127,15 @@ func TestGoldenOptions(t *testing.T) {
 	}{
 		{"grains.nested-color", "nested", Options{Color: true}},
 		{"grains.nested-indent2", "nested", Options{Indent: 2}},
-		{"grains.json-indent2", "json", Options{Indent: 2}},
-		{"grains.json-oneline", "json", Options{Indent: -1}},
-		{"grains.yaml-indent4", "yaml", Options{Indent: 4}},
-		{"grains.yaml-flow", "yaml", Options{Indent: -1}},
+		{"grains.json-indent2", "json", Options{IndentSet: true, Indent: 2}},
+		{"grains.json-oneline", "json", Options{IndentSet: true, Indent: -1}},
+		{"grains.yaml-indent4", "yaml", Options{IndentSet: true, Indent: 4}},
+		{"grains.yaml-flow", "yaml", Options{IndentSet: true, Indent: -1}},
+		{"grains.json-indent0", "json", Options{IndentSet: true, Indent: 0}},
+		{"grains.yaml-indent0", "yaml", Options{IndentSet: true, Indent: 0}},
+		{"grains.pprint-indent0", "pprint", Options{IndentSet: true, Indent: 0}},
+		{"grains.pprint-indent4", "pprint", Options{IndentSet: true, Indent: 4}},
+		{"grains.pprint-negative", "pprint", Options{IndentSet: true, Indent: -1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
@@ -179,7 +184,7 @@ func TestJSONReadsBack(t *testing.T) {
 		data := caseData(t, name)
 		for _, indent := range []int{0, 2, -1} {
 			var buf bytes.Buffer
-			if err := Format(&buf, "json", data, Options{Indent: indent}); err != nil {
+			if err := Format(&buf, "json", data, Options{IndentSet: indent != 0, Indent: indent}); err != nil {
 				t.Fatalf("%s: Format: %v", name, err)
 			}
 			var got any
@@ -203,7 +208,7 @@ func TestYAMLReadsBack(t *testing.T) {
 		data := caseData(t, name)
 		for _, indent := range []int{0, 4, -1} {
 			var buf bytes.Buffer
-			if err := Format(&buf, "yaml", data, Options{Indent: indent}); err != nil {
+			if err := Format(&buf, "yaml", data, Options{IndentSet: indent != 0, Indent: indent}); err != nil {
 				t.Fatalf("%s: Format: %v", name, err)
 			}
 			var got any
@@ -247,7 +252,7 @@ func viaStdJSON(t *testing.T, v any) any {
 }
 
 func TestValidAndNames(t *testing.T) {
-	wantNames := []string{"json", "nested", "quiet", "raw", "txt", "yaml"}
+	wantNames := []string{"json", "nested", "newline_values_only", "pprint", "quiet", "raw", "txt", "yaml"}
 	if diff := cmp.Diff(wantNames, Names()); diff != "" {
 		t.Errorf("Names() (-want +got):\n%s", diff)
 	}

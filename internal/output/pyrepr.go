@@ -263,27 +263,58 @@ func splitByteLines(p []byte) [][]byte {
 const pprintWidth = 80
 
 // pyPformat returns pprint.pformat(v): the repr when it fits in 80
-// columns, else dicts and lists broken one item a line. Unlike pprint, it
-// does not split long strings or bytes into adjacent literals.
-func pyPformat(v any) string {
+// columns, else dicts and lists broken one item a line, dict keys sorted.
+// Unlike pprint, it does not split long strings or bytes into adjacent
+// literals.
+func pyPformat(v any) string { return pyPformatIndent(v, 1) }
+
+// pyPformatIndent is pprint.pformat(v, indent=per).
+func pyPformatIndent(v any, per int) string {
 	var b strings.Builder
-	pformat(&b, v, 0, 0)
+	pf := pformatter{per: per}
+	pf.format(&b, sortDicts(v), 0, 0)
 	return b.String()
 }
 
-func pformat(b *strings.Builder, v any, indent, allowance int) {
+// sortDicts returns v with every dict's keys sorted, as pprint prints them.
+func sortDicts(v any) any {
+	switch x := v.(type) {
+	case *dict:
+		x = x.sorted()
+		s := &dict{keys: x.keys, vals: make([]any, len(x.vals))}
+		for i, e := range x.vals {
+			s.vals[i] = sortDicts(e)
+		}
+		return s
+	case list:
+		s := make(list, len(x))
+		for i, e := range x {
+			s[i] = sortDicts(e)
+		}
+		return s
+	}
+	return v
+}
+
+// pformatter follows pprint.PrettyPrinter's _format, _pprint_dict and
+// _pprint_list, per being its indent per level.
+type pformatter struct{ per int }
+
+func (pf pformatter) format(b *strings.Builder, v any, indent, allowance int) {
 	rep := pyRepr(v)
 	if utf8.RuneCountInString(rep) <= pprintWidth-indent-allowance {
 		b.WriteString(rep)
 		return
 	}
+	pad := strings.Repeat(" ", max(pf.per-1, 0))
 	switch x := v.(type) {
 	case *dict:
 		if len(x.keys) == 0 {
 			break
 		}
 		b.WriteByte('{')
-		indent++
+		b.WriteString(pad)
+		indent += pf.per
 		for i, k := range x.keys {
 			last := i == len(x.keys)-1
 			krep := pyRepr(k)
@@ -293,7 +324,7 @@ func pformat(b *strings.Builder, v any, indent, allowance int) {
 			if last {
 				a = allowance + 1
 			}
-			pformat(b, x.vals[i], indent+utf8.RuneCountInString(krep)+2, a)
+			pf.format(b, x.vals[i], indent+utf8.RuneCountInString(krep)+2, a)
 			if !last {
 				b.WriteString(",\n")
 				b.WriteString(strings.Repeat(" ", indent))
@@ -306,14 +337,15 @@ func pformat(b *strings.Builder, v any, indent, allowance int) {
 			break
 		}
 		b.WriteByte('[')
-		indent++
+		b.WriteString(pad)
+		indent += pf.per
 		for i, e := range x {
 			last := i == len(x)-1
 			a := 1
 			if last {
 				a = allowance + 1
 			}
-			pformat(b, e, indent, a)
+			pf.format(b, e, indent, a)
 			if !last {
 				b.WriteString(",\n")
 				b.WriteString(strings.Repeat(" ", indent))

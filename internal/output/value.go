@@ -26,10 +26,41 @@ var errTooDeep = errors.New("value nested too deeply")
 // list is a normalised sequence.
 type list []any
 
-// dict is a normalised mapping with its keys in sorted order.
+// dict is a normalised mapping: its keys are sorted, unless it came from an
+// Ordered, whose order it keeps (ordered is then true).
 type dict struct {
-	keys []any
-	vals []any
+	keys    []any
+	vals    []any
+	ordered bool
+}
+
+// sorted returns d with its keys sorted, for the outputters that sort as
+// Salt's do (nested, yaml, pprint).
+func (d *dict) sorted() *dict {
+	if !d.ordered {
+		return d
+	}
+	idx := make([]int, len(d.keys))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return compareKeys(d.keys[a], d.keys[b]) })
+	s := &dict{keys: make([]any, len(idx)), vals: make([]any, len(idx))}
+	for i, j := range idx {
+		s.keys[i], s.vals[i] = d.keys[j], d.vals[j]
+	}
+	return s
+}
+
+// Ordered is a mapping whose keys keep the order a Salt function gives
+// them: Keys in that order, then any other keys of Values sorted. The
+// json, txt, raw and newline_values_only outputters print it in that
+// order, as Salt prints a Python dict; nested, yaml and pprint sort keys
+// as Salt's do. Plain Go maps, which have no order, print sorted
+// everywhere.
+type Ordered struct {
+	Keys   []string
+	Values map[string]any
 }
 
 func normalize(v any) (any, error) {
@@ -74,6 +105,13 @@ func normalizeDepth(v any, depth int) (any, error) {
 			out[i] = n
 		}
 		return out, nil
+	case Ordered:
+		return normalizeOrdered(x, depth)
+	case *Ordered:
+		if x == nil {
+			return nil, nil
+		}
+		return normalizeOrdered(*x, depth)
 	case map[string]any:
 		d := &dict{keys: make([]any, 0, len(x)), vals: make([]any, 0, len(x))}
 		for _, k := range sortedStringKeys(x) {
@@ -87,6 +125,39 @@ func normalizeDepth(v any, depth int) (any, error) {
 		return d, nil
 	}
 	return normalizeReflect(reflect.ValueOf(v), depth)
+}
+
+func normalizeOrdered(o Ordered, depth int) (any, error) {
+	d := &dict{ordered: true}
+	seen := make(map[string]bool, len(o.Keys))
+	add := func(k string) error {
+		if seen[k] {
+			return nil
+		}
+		v, ok := o.Values[k]
+		if !ok {
+			return nil
+		}
+		seen[k] = true
+		n, err := normalizeDepth(v, depth+1)
+		if err != nil {
+			return err
+		}
+		d.keys = append(d.keys, k)
+		d.vals = append(d.vals, n)
+		return nil
+	}
+	for _, k := range o.Keys {
+		if err := add(k); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range sortedStringKeys(o.Values) {
+		if err := add(k); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
 }
 
 func sortedStringKeys(m map[string]any) []string {

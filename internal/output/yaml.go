@@ -13,88 +13,38 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// renderYAML renders like Salt's yaml_out (PyYAML's safe_dump in block
+// renderYAML renders like Salt's yaml_out (PyYAML's safe_dump with libyaml's
+// emitter, CSafeDumper, in block
 // style): two-space indents, sequences level with their key, keys sorted,
-// strings quoted only when needed and then in single quotes, floats as
-// PyYAML writes them (1.0, 1.0e+20, .inf), bytes as !!binary. Multi-line
-// strings are literal blocks (|), where PyYAML would fold them into a
-// quoted scalar; both read back the same.
+// strings quoted only when needed and then in single quotes (multi-line
+// ones too), floats as PyYAML writes them (1.0, 1.0e+20, .inf), bytes as
+// !!binary.
 func renderYAML(v any, opts Options) (string, error) {
-	y := &yamlBuilder{}
-	y.scan(v)
-	root := y.node(v)
-	if opts.Indent < 0 {
+	root := yamlNode(v)
+	if opts.IndentSet && opts.Indent < 0 {
 		root.Style |= yaml.FlowStyle
+	}
+	// PyYAML's emitter takes an indent only between 2 and 9, and writes a
+	// sequence inside a mapping level with its key whatever the indent.
+	indent := 2
+	if opts.IndentSet && opts.Indent > 1 && opts.Indent < 10 {
+		indent = opts.Indent
 	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
-	if opts.Indent > 0 {
-		enc.SetIndent(opts.Indent)
-	} else {
-		enc.SetIndent(2)
-		enc.CompactSeqIndent()
-	}
+	enc.SetIndent(indent)
+	enc.CompactSeqIndent()
 	if err := enc.Encode(root); err != nil {
 		return "", fmt.Errorf("encode yaml: %w", err)
 	}
 	if err := enc.Close(); err != nil {
 		return "", fmt.Errorf("encode yaml: %w", err)
 	}
-	out := buf.String()
-	// PyYAML ends a document whose root is a plain scalar with "...".
-	if root.Kind == yaml.ScalarNode && out != "" && !strings.ContainsRune(`"'|>!`, rune(out[0])) {
-		out += "...\n"
-	}
-	return y.restore(out), nil
+	return buf.String(), nil
 }
 
-// yamlBuilder turns a normalised value into a yaml.Node tree.
-//
-// The encoder treats characters outside the Basic Multilingual Plane
-// (emoji, say) as unprintable and escapes them in double quotes, where
-// PyYAML with allow_unicode prints them as they are. So the builder swaps
-// each such character for a private-use one the data does not hold, and
-// restore swaps them back in the encoded text.
-type yamlBuilder struct {
-	astral bool          // the data holds astral characters
-	used   map[rune]bool // private-use characters the data holds
-	swap   map[rune]rune // astral character -> stand-in
-}
-
-// scan notes whether the strings in v hold astral characters and which
-// private-use characters they hold.
-func (y *yamlBuilder) scan(v any) {
-	switch x := v.(type) {
-	case string:
-		for _, r := range x {
-			switch {
-			case r > 0xffff:
-				y.astral = true
-			case r >= privateUseFirst && r <= privateUseLast:
-				if y.used == nil {
-					y.used = map[rune]bool{}
-				}
-				y.used[r] = true
-			}
-		}
-	case list:
-		for _, e := range x {
-			y.scan(e)
-		}
-	case *dict:
-		for i, k := range x.keys {
-			y.scan(k)
-			y.scan(x.vals[i])
-		}
-	}
-}
-
-const (
-	privateUseFirst = 0xe000
-	privateUseLast  = 0xf8ff
-)
-
-func (y *yamlBuilder) node(v any) *yaml.Node {
+// yamlNode turns a normalised value into a yaml.Node tree.
+func yamlNode(v any) *yaml.Node {
 	switch x := v.(type) {
 	case nil:
 		return scalar("!!null", "null")
@@ -105,7 +55,7 @@ func (y *yamlBuilder) node(v any) *yaml.Node {
 	case float64:
 		return scalar("!!float", yamlFloat(x))
 	case string:
-		return yamlString(y.hide(x))
+		return yamlString(x)
 	case []byte:
 		n := scalar("!!binary", base64Lines(x))
 		n.Style = yaml.LiteralStyle
@@ -113,71 +63,18 @@ func (y *yamlBuilder) node(v any) *yaml.Node {
 	case list:
 		n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
 		for _, e := range x {
-			n.Content = append(n.Content, y.node(e))
+			n.Content = append(n.Content, yamlNode(e))
 		}
 		return n
 	case *dict:
+		x = x.sorted() // safe_dump sorts keys
 		n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 		for i, k := range x.keys {
-			n.Content = append(n.Content, y.node(k), y.node(x.vals[i]))
+			n.Content = append(n.Content, yamlNode(k), yamlNode(x.vals[i]))
 		}
 		return n
 	}
-	return yamlString(y.hide(pyRepr(v)))
-}
-
-// hide replaces astral characters in s with their stand-ins.
-func (y *yamlBuilder) hide(s string) string {
-	if !y.astral {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if r <= 0xffff || !unicode.IsPrint(r) {
-			return r
-		}
-		if sub, ok := y.swap[r]; ok {
-			return sub
-		}
-		if y.swap == nil {
-			y.swap = map[rune]rune{}
-		}
-		// Stand-ins are handed out from the top of the private-use
-		// area, away from those most likely in use.
-		for sub := privateUseLast - rune(len(y.swap)); sub >= privateUseFirst; sub-- {
-			if y.used[sub] || y.taken(sub) {
-				continue
-			}
-			y.swap[r] = sub
-			return sub
-		}
-		return r // out of stand-ins: leave it to be escaped
-	}, s)
-}
-
-func (y *yamlBuilder) taken(sub rune) bool {
-	for _, s := range y.swap {
-		if s == sub {
-			return true
-		}
-	}
-	return false
-}
-
-// restore puts the astral characters back in place of their stand-ins.
-func (y *yamlBuilder) restore(out string) string {
-	if len(y.swap) == 0 {
-		return out
-	}
-	back := make(map[rune]rune, len(y.swap))
-	for r, sub := range y.swap {
-		back[sub] = r
-	}
-	return strings.Map(func(r rune) rune {
-		if orig, ok := back[r]; ok {
-			return orig
-		}
-		return r
-	}, out)
+	return yamlString(pyRepr(v))
 }
 
 func scalar(tag, value string) *yaml.Node {
@@ -191,7 +88,12 @@ func scalar(tag, value string) *yaml.Node {
 func yamlString(s string) *yaml.Node {
 	n := scalar("!!str", s)
 	switch {
-	case strings.Contains(s, "\n") || !singleQuotable(s):
+	case !singleQuotable(s):
+		return n
+	case strings.Contains(s, "\n"):
+		// PyYAML (libyaml's emitter, as go-yaml's) single-quotes a
+		// multi-line string, a blank line standing for each line break.
+		n.Style = yaml.SingleQuotedStyle
 		return n
 	case s == "y" || s == "Y" || s == "n" || s == "N":
 		// The encoder quotes these as YAML 1.1 booleans when asked its
@@ -206,7 +108,7 @@ func yamlString(s string) *yaml.Node {
 
 func singleQuotable(s string) bool {
 	for _, r := range s {
-		if r != ' ' && !unicode.IsPrint(r) {
+		if r != ' ' && r != '\n' && !unicode.IsPrint(r) {
 			return false
 		}
 	}
