@@ -18,6 +18,12 @@ import (
 // ErrNotFound is returned for a job the cache does not hold.
 var ErrNotFound = errors.New("job not found")
 
+// ErrBadReturn is in the error of a return the cache refuses whatever the
+// state of its disk: its jid or id is malformed. Any other error saving a
+// return is the disk's (full, failing), and saving it again later may
+// work.
+var ErrBadReturn = errors.New("malformed return")
+
 var (
 	bucketLoads   = []byte("loads")
 	bucketReturns = []byte("returns")
@@ -203,15 +209,15 @@ func (c *Cache) SaveReturnsNew(rs []*protocol.ReturnBody, encoded [][]byte) (isN
 // returnRecord checks r and returns its key and value in the cache.
 func returnRecord(r *protocol.ReturnBody, encoded []byte) (key, val []byte, err error) {
 	if !protocol.IsJID(r.JID) {
-		return nil, nil, fmt.Errorf("save return: jid %q is not a 20-digit jid", r.JID)
+		return nil, nil, fmt.Errorf("save return: jid %q is not a 20-digit jid (%w)", r.JID, ErrBadReturn)
 	}
 	if err := protocol.ValidID(r.ID); err != nil {
-		return nil, nil, fmt.Errorf("save return %s: %w", r.JID, err)
+		return nil, nil, fmt.Errorf("save return %s: %w: %w", r.JID, ErrBadReturn, err)
 	}
 	val = encoded
 	if val == nil {
 		if val, err = protocol.Marshal(r); err != nil {
-			return nil, nil, fmt.Errorf("save return %s/%s: %w", r.JID, r.ID, err)
+			return nil, nil, fmt.Errorf("save return %s/%s: %w: %w", r.JID, r.ID, ErrBadReturn, err)
 		}
 	}
 	return returnKey(r.JID, r.ID), val, nil
