@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/halite-fleet/halite/agent/exec"
 	"github.com/halite-fleet/halite/engines"
 )
@@ -127,10 +129,19 @@ func init() {
 			return nil, exec.Commandf("%v", err)
 		}
 		changed, err := engines.Sync(a.engines.dir, files)
-		if err != nil {
+		var partial *engines.SyncError
+		if err != nil && !errors.As(err, &partial) {
 			return nil, exec.Commandf("%v", err)
 		}
 		a.engines.m.Refresh()
+		if partial != nil {
+			// The other files are synced; the job fails, naming the
+			// files that are not.
+			for name, ferr := range partial.Failed {
+				a.log.Warn("engine file not synced", zap.String("file", name), zap.Error(ferr))
+			}
+			return nil, exec.Commandf("%v (synced: %v)", partial, changed)
+		}
 		out := make([]any, 0, len(changed))
 		for _, c := range changed {
 			out = append(out, c)

@@ -14,7 +14,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/halite-fleet/halite/event"
 	"github.com/halite-fleet/halite/internal/testwait"
@@ -244,7 +247,7 @@ func TestSyncAndLookup(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "_engines", "poll.sh"), []byte("#!/bin/sh\necho hi\n"), 0o755)
 	os.WriteFile(filepath.Join(root, "_engines", "count.star"), []byte("def on_event(tag, data):\n    pass\n"), 0o644)
 	os.WriteFile(filepath.Join(root, "_engines", "README"), []byte("docs"), 0o644)
-	files, err := Collect([]string{root})
+	files, err := Collect([]string{root}, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,15 +286,25 @@ func TestSyncAndLookup(t *testing.T) {
 	if _, err := u.Lookup("poll"); !errors.Is(err, ErrTampered) {
 		t.Errorf("Lookup of a tampered file: %v, want ErrTampered", err)
 	}
-	// A file whose content does not match its hash is not written.
-	bad := []File{{Name: "x.sh", Data: []byte("a"), SHA256: sum([]byte("b"))}}
-	if _, err := Sync(dir, bad); err == nil || !strings.Contains(err.Error(), "does not match") {
-		t.Errorf("Sync with a bad hash: %v", err)
-	}
-	for _, name := range []string{"../evil", ".hidden", ""} {
-		if _, err := Sync(dir, []File{{Name: name, Data: []byte("a"), SHA256: sum([]byte("a"))}}); err == nil {
-			t.Errorf("Sync accepted the file name %q", name)
+	// A file whose content does not match its hash, or whose name is bad,
+	// is not written; it fails alone.
+	for _, b := range []File{
+		{Name: "x.sh", Data: []byte("a"), SHA256: sum([]byte("b"))},
+		{Name: "../evil", Data: []byte("a"), SHA256: sum([]byte("a"))},
+		{Name: ".hidden", Data: []byte("a"), SHA256: sum([]byte("a"))},
+		{Name: "", Data: []byte("a"), SHA256: sum([]byte("a"))},
+	} {
+		_, err := Sync(dir, append(append([]File(nil), back...), b))
+		var se *SyncError
+		if !errors.As(err, &se) || len(se.Failed) != 1 || se.Failed[b.Name] == nil {
+			t.Errorf("Sync with the file %q: got %v, want a *SyncError for it alone", b.Name, err)
 		}
+		if _, err := os.Stat(filepath.Join(dir, b.Name)); b.Name != "" && !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("Sync wrote the refused file %q: %v", b.Name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "evil")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Sync wrote ../evil: %v", err)
 	}
 	// Removed on the master: removed here.
 	changed, err = Sync(dir, back[:1])
@@ -303,6 +316,107 @@ func TestSyncAndLookup(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "poll.sh")); !os.IsNotExist(err) {
 		t.Errorf("poll.sh still there after it was removed on the master: %v", err)
+	}
+}
+
+// TestSyncOneBadFile: a file that cannot be written fails alone and the
+// others are synced. A name of 255 bytes (the most a Linux file system
+// takes) made the temporary name NAME.tmp too long, and the whole sync
+// failed; a name longer still (valid on the master's file system, not on
+// the agent's) fails alone; an update that fails keeps the version synced
+// before.
+func TestSyncOneBadFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "engines")
+	file := func(name, body string) File {
+		return File{Name: name, Data: []byte(body), SHA256: sum([]byte(body)), Mode: 0o755}
+	}
+	v1 := file("keep.sh", "#!/bin/sh\necho v1\n")
+	if _, err := Sync(dir, []File{v1}); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("l", 252) + ".sh"
+	tooLong := strings.Repeat("t", 300) + ".sh"
+	v2 := file("keep.sh", "#!/bin/sh\necho v2\n")
+	v2.SHA256 = sum([]byte("something else"))
+	changed, err := Sync(dir, []File{file("a.sh", "#!/bin/sh\n"), file(long, "#!/bin/sh\n"), file(tooLong, "x"), v2})
+	var se *SyncError
+	if !errors.As(err, &se) {
+		t.Fatalf("Sync: got %v, want a *SyncError", err)
+	}
+	var failed []string
+	for n := range se.Failed {
+		failed = append(failed, n)
+	}
+	if d := cmp.Diff([]string{"keep.sh", tooLong}, failed, cmpopts.SortSlices(func(a, b string) bool { return a < b })); d != "" {
+		t.Errorf("failed files (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"engines.a", "engines." + strings.TrimSuffix(long, ".sh")}, changed); d != "" {
+		t.Errorf("changed (-want +got):\n%s", d)
+	}
+	man, err := ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(man) != 3 || man["a.sh"] == "" || man[long] == "" || man["keep.sh"] != v1.SHA256 {
+		t.Errorf("manifest %v: want a.sh, the 255-byte name and keep.sh at v1", man)
+	}
+	u := UserDir{Dirs: []string{dir}, Verified: true}
+	for _, mod := range []string{"a", strings.TrimSuffix(long, ".sh")} {
+		if _, err := u.Lookup(mod); err != nil {
+			t.Errorf("Lookup(%.20s…) after the sync: %v", mod, err)
+		}
+	}
+	if m, err := u.Lookup("keep"); err != nil || m.Version != v1.SHA256 {
+		t.Errorf("Lookup(keep): version %s, %v; want v1's %s", m.Version, err, v1.SHA256)
+	}
+}
+
+// TestCollectRefusesEscapingSymlinks: a file of _engines that is a
+// symlink leading out of the directory (a key the master can read) is not
+// collected, so not sent to the agents, and is logged; a symlink to
+// another file of the directory is followed.
+func TestCollectRefusesEscapingSymlinks(t *testing.T) {
+	root := t.TempDir()
+	eng := filepath.Join(root, "_engines")
+	os.MkdirAll(eng, 0o755)
+	secret := filepath.Join(root, "master.pem")
+	os.WriteFile(secret, []byte("PRIVATE KEY"), 0o600)
+	os.WriteFile(filepath.Join(eng, "good.sh"), []byte("#!/bin/sh\n"), 0o755)
+	links := map[string]string{
+		"inside.sh":  "good.sh",
+		"leak.star":  "../master.pem",
+		"abs.sh":     secret,
+		"dotdot.sh":  "../_engines/../master.pem",
+		"dangling":   "no-such-file",
+		"parent.dir": "..",
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(eng, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	core, logs := observer.New(zap.WarnLevel)
+	files, err := Collect([]string{root}, zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range files {
+		got = append(got, f.Name)
+		if strings.Contains(string(f.Data), "PRIVATE") {
+			t.Errorf("collected %s with the secret's content", f.Name)
+		}
+	}
+	if d := cmp.Diff([]string{"good.sh", "inside.sh"}, got); d != "" {
+		t.Errorf("collected (-want +got):\n%s", d)
+	}
+	var warned []string
+	for _, e := range logs.FilterMessageSnippet("engine file refused").All() {
+		warned = append(warned, filepath.Base(e.ContextMap()["file"].(string)))
+	}
+	want := []string{"abs.sh", "dangling", "dotdot.sh", "leak.star", "parent.dir"}
+	if d := cmp.Diff(want, warned, cmpopts.SortSlices(func(a, b string) bool { return a < b })); d != "" {
+		t.Errorf("refusals logged (-want +got):\n%s", d)
 	}
 }
 

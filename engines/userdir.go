@@ -6,12 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/halite-fleet/halite/internal/atomicfile"
 )
 
 // User engines are files under _engines/ in the master's file_roots (the
@@ -161,45 +166,90 @@ func ExecutableFactory(path string) Factory {
 
 // Collect reads the user engines under root/_engines for each root (the
 // master's file_roots base), the first root holding a name winning, as
-// Salt's fileserver does.
-func Collect(roots []string) ([]File, error) {
+// Salt's fileserver does. A file is read through an os.Root of its
+// _engines directory: a symlink leading out of it (to a key, a password
+// file the master can read) is refused and logged, and never sent to the
+// agents, though Salt's fileserver follows symlinks
+// (fileserver_followsymlinks: True); a symlink to another file of the
+// directory is followed.
+func Collect(roots []string, log *zap.Logger) ([]File, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
 	seen := map[string]bool{}
 	var out []File
 	total := 0
 	for _, root := range roots {
 		dir := filepath.Join(root, "_engines")
-		ents, err := os.ReadDir(dir)
+		files, err := collectDir(dir, seen, log)
 		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			return nil, fmt.Errorf("read %s: %w", dir, err)
+			return nil, err
 		}
-		for _, e := range ents {
-			n := e.Name()
-			if e.IsDir() || strings.HasPrefix(n, ".") || seen[n] {
-				continue
-			}
-			path := filepath.Join(dir, n)
-			fi, err := os.Stat(path)
-			if err != nil || !fi.Mode().IsRegular() {
-				continue
-			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return nil, fmt.Errorf("read %s: %w", path, err)
-			}
-			total += len(b)
-			if total > MaxSync {
+		for _, f := range files {
+			if total += len(f.Data); total > MaxSync {
 				return nil, fmt.Errorf("user engines under %s are more than %d bytes", dir, MaxSync)
 			}
-			sum := sha256.Sum256(b)
-			seen[n] = true
-			out = append(out, File{Name: n, Data: b, SHA256: hex.EncodeToString(sum[:]), Mode: fi.Mode().Perm()})
 		}
+		out = append(out, files...)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// collectDir reads the engine files of dir whose names are not in seen,
+// and adds their names to it.
+func collectDir(dir string, seen map[string]bool, log *zap.Logger) ([]File, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read %s: %w", dir, err)
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", dir, err)
+	}
+	defer r.Close()
+	var out []File
+	for _, e := range ents {
+		n := e.Name()
+		if e.IsDir() || strings.HasPrefix(n, ".") || seen[n] {
+			continue
+		}
+		path := filepath.Join(dir, n)
+		// Through r: a symlink may lead to a file of dir, no further.
+		fi, err := r.Stat(n)
+		if err != nil && e.Type()&os.ModeSymlink != 0 {
+			log.Warn("engine file refused: a symlink that leads out of its _engines directory, or nowhere; not synced to the agents",
+				zap.String("file", path), zap.Error(err))
+			continue
+		}
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		b, err := readRegular(r, n)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		sum := sha256.Sum256(b)
+		seen[n] = true
+		out = append(out, File{Name: n, Data: b, SHA256: hex.EncodeToString(sum[:]), Mode: fi.Mode().Perm()})
+	}
+	return out, nil
+}
+
+// readRegular reads the regular file name of r, at most MaxSync+1 bytes.
+func readRegular(r *os.Root, name string) ([]byte, error) {
+	f, err := r.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (replaced while read)")
+	}
+	return io.ReadAll(io.LimitReader(f, MaxSync+1))
 }
 
 // ReadManifest reads dir/.manifest.json (missing: empty).
@@ -218,10 +268,35 @@ func ReadManifest(dir string) (map[string]string, error) {
 	return m, nil
 }
 
+// SyncError is a Sync that wrote every file but those it names.
+type SyncError struct {
+	Failed map[string]error // by file name
+}
+
+func (e *SyncError) Error() string {
+	names := make([]string, 0, len(e.Failed))
+	for n := range e.Failed {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("sync engines: not synced: ")
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%q: %v", n, e.Failed[n])
+	}
+	return b.String()
+}
+
 // Sync makes dir hold exactly files: each file's hash is checked, changed
 // files are written (atomically), files no longer on the master removed,
 // and the manifest rewritten. It returns the names written and removed,
-// as Salt's saltutil.sync_* lists them ("engines.NAME").
+// as Salt's saltutil.sync_* lists them ("engines.NAME"). A file that
+// cannot be written (a bad name or hash, a name too long for this file
+// system) fails alone: the others are synced, a version of it synced
+// before is kept, and the error is a *SyncError naming it.
 func Sync(dir string, files []File) (changed []string, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("sync engines: %w", err)
@@ -231,52 +306,65 @@ func Sync(dir string, files []File) (changed []string, err error) {
 		return nil, err
 	}
 	man := map[string]string{}
+	failed := map[string]error{}
 	for _, f := range files {
-		if f.Name == "" || f.Name != filepath.Base(f.Name) || strings.HasPrefix(f.Name, ".") {
-			return nil, fmt.Errorf("sync engines: bad file name %q", f.Name)
-		}
-		sum := sha256.Sum256(f.Data)
-		if hex.EncodeToString(sum[:]) != f.SHA256 {
-			return nil, fmt.Errorf("sync engines: %s: content does not match its SHA-256 %s", f.Name, f.SHA256)
+		wrote, err := syncFile(dir, f, old[f.Name])
+		if err != nil {
+			failed[f.Name] = err
+			if sum, ok := old[f.Name]; ok && validName(f.Name) {
+				man[f.Name] = sum // the version synced before stays
+			}
+			continue
 		}
 		man[f.Name] = f.SHA256
-		if old[f.Name] == f.SHA256 {
-			if cur, err := os.ReadFile(filepath.Join(dir, f.Name)); err == nil && sha256.Sum256(cur) == sum {
-				continue
-			}
+		if wrote {
+			changed = append(changed, "engines."+strings.TrimSuffix(f.Name, filepath.Ext(f.Name)))
 		}
-		mode := f.Mode & 0o755
-		if mode == 0 {
-			mode = 0o644
-		}
-		tmp := filepath.Join(dir, "."+f.Name+".tmp")
-		if err := os.WriteFile(tmp, f.Data, mode); err != nil {
-			return nil, fmt.Errorf("sync engines: %w", err)
-		}
-		if err := os.Chmod(tmp, mode); err != nil {
-			return nil, fmt.Errorf("sync engines: %w", err)
-		}
-		if err := os.Rename(tmp, filepath.Join(dir, f.Name)); err != nil {
-			return nil, fmt.Errorf("sync engines: %w", err)
-		}
-		changed = append(changed, "engines."+strings.TrimSuffix(f.Name, filepath.Ext(f.Name)))
 	}
 	for n := range old {
-		if _, ok := man[n]; !ok {
+		if _, ok := man[n]; !ok && validName(n) {
 			os.Remove(filepath.Join(dir, n))
 			changed = append(changed, "engines."+strings.TrimSuffix(n, filepath.Ext(n)))
 		}
 	}
 	b, _ := json.MarshalIndent(man, "", "  ")
-	tmp := filepath.Join(dir, "."+ManifestName+".tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return nil, fmt.Errorf("sync engines: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, ManifestName)); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, ManifestName), b, 0o600); err != nil {
 		return nil, fmt.Errorf("sync engines: %w", err)
 	}
 	sort.Strings(changed)
+	if len(failed) > 0 {
+		return changed, &SyncError{Failed: failed}
+	}
 	return changed, nil
+}
+
+// validName reports whether name may be a synced file's: a base name, not
+// hidden (the manifest and temporary files are).
+func validName(name string) bool {
+	return name != "" && name == filepath.Base(name) && !strings.HasPrefix(name, ".")
+}
+
+// syncFile writes f into dir unless the file there already has its hash
+// (oldSum, the manifest's, and the content); wrote tells which.
+func syncFile(dir string, f File, oldSum string) (wrote bool, err error) {
+	if !validName(f.Name) {
+		return false, fmt.Errorf("bad file name")
+	}
+	sum := sha256.Sum256(f.Data)
+	if hex.EncodeToString(sum[:]) != f.SHA256 {
+		return false, fmt.Errorf("content does not match its SHA-256 %s", f.SHA256)
+	}
+	path := filepath.Join(dir, f.Name)
+	if oldSum == f.SHA256 {
+		if cur, err := os.ReadFile(path); err == nil && sha256.Sum256(cur) == sum {
+			return false, nil
+		}
+	}
+	mode := f.Mode & 0o755
+	if mode == 0 {
+		mode = 0o644
+	}
+	return true, atomicfile.Write(path, f.Data, mode)
 }
 
 // FilesToWire encodes files for a job's kwargs (the master attaches them

@@ -68,6 +68,9 @@ type session struct {
 	// streamID is the device's stream on its relay's link, which the
 	// relay's batch items name.
 	streamID quic.StreamID
+
+	heldMu sync.Mutex
+	held   []heldReturn // returns the job cache could not store yet (held.go)
 }
 
 // send sends a frame body to the agent without blocking; sendWire does
@@ -145,7 +148,7 @@ func (s *session) replayed(seq uint64) bool {
 
 // flushAck sends the session's pending acknowledgement, if any.
 func (s *session) flushAck() {
-	seq := s.toAck.Load()
+	seq := s.ackable()
 	if seq == 0 || seq <= s.acked {
 		return
 	}
@@ -475,7 +478,7 @@ func (m *Master) handle(ctx context.Context, s *session, msg protocol.Message) e
 		if s.replayed(msg.Seq) {
 			return nil
 		}
-		if err := m.handleReturn(b, msg.Body, s.rets); err != nil {
+		if err := m.handleReturn(s, msg.Seq, b, msg.Body); err != nil {
 			// Not acked: the agent keeps it and sends it again on its
 			// next connection.
 			return notStored(err)
@@ -566,21 +569,33 @@ func (m *Master) agentEvent(s *session, b *protocol.EventBody) {
 	m.bus.Publish(b.Tag, ev)
 }
 
-// handleReturn stores a verified return (encoded is its CBOR, as it
-// arrived) and fires its event once it is on disk. A return the job cache
-// already held (an agent's outbox replayed after a reconnect) fires
-// nothing: its event and returners ran the first time. A return that could
-// not be stored is announced all the same, and the error returned so that
-// it is not acknowledged. agentRets are the returners of the agent's
-// return: option.
-func (m *Master) handleReturn(b *protocol.ReturnBody, encoded []byte, agentRets []string) error {
+// handleReturn stores a verified return of s (seq; encoded is its CBOR,
+// as it arrived) and fires its event once it is on disk. A return the job
+// cache already held (an agent's outbox replayed after a reconnect) fires
+// nothing: its event and returners ran the first time. A return the disk
+// could not take is held (held.go) and announced once stored. A return
+// refused for itself (jobcache.ErrBadReturn), or not stored when the held
+// returns are at their bound, is announced all the same, and the error
+// returned so that it is not acknowledged.
+func (m *Master) handleReturn(s *session, seq uint64, b *protocol.ReturnBody, encoded []byte) error {
 	isNew, err := m.cache.SaveReturnNew(b, encoded)
-	return m.returnSaved(b, agentRets, isNew, err)
+	return m.returnSaved(s, seq, b, encoded, isNew, err)
 }
 
-// returnSaved does what follows the saving of a return in handleReturn,
-// given the job cache's answer (isNew, err); it returns err.
-func (m *Master) returnSaved(b *protocol.ReturnBody, agentRets []string, isNew bool, err error) error {
+// returnSaved does what follows the saving of a return of s in
+// handleReturn, given the job cache's answer (isNew, err); it returns nil
+// for a return stored or held, else err.
+func (m *Master) returnSaved(s *session, seq uint64, b *protocol.ReturnBody, encoded []byte, isNew bool, err error) error {
+	if storageError(err) && m.hold(s, seq, b, encoded, err) {
+		return nil
+	}
+	return m.announceReturn(b, s.rets, isNew, err)
+}
+
+// announceReturn fires the event of a return and runs its returners,
+// unless it was stored before (isNew false). err is the job cache's, and
+// is returned.
+func (m *Master) announceReturn(b *protocol.ReturnBody, agentRets []string, isNew bool, err error) error {
 	if err != nil {
 		m.log.Error("save return", zap.String("jid", b.JID), zap.String("id", b.ID), zap.Error(err))
 	} else if !isNew {

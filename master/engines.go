@@ -100,7 +100,7 @@ func (m *Master) syncKwargs(req *api.Request) (map[string]any, error) {
 	if req.Fun != "saltutil.sync_engines" && req.Fun != "saltutil.sync_all" {
 		return req.Kwarg, nil
 	}
-	files, err := engines.Collect(m.cfg.FileRoots["base"])
+	files, err := engines.Collect(m.cfg.FileRoots["base"], m.log.Named("engines"))
 	if err != nil {
 		return nil, &api.RemoteError{Code: api.CodeBadRequest, Msg: err.Error()}
 	}

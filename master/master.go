@@ -42,6 +42,7 @@ type Master struct {
 	keys  *keys.Store
 	cache *jobcache.Cache
 	rets  *retState // returners (returners.go)
+	held  heldState // returns not stored yet (held.go)
 	bus   *event.Bus
 	jids  event.JIDGen
 

@@ -152,7 +152,7 @@ func (r *registry) detach(s *session) {
 	defer r.mu.Unlock()
 	if r.sessions[s.id] == s {
 		if s.relay != nil && s.mac != nil {
-			r.handled[s.id] = handledMark{mac: s.mac, seq: s.toAck.Load()}
+			r.handled[s.id] = handledMark{mac: s.mac, seq: s.ackable()}
 		}
 		delete(r.sessions, s.id)
 		if r.joined[s.id] {

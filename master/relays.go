@@ -349,7 +349,7 @@ func (m *Master) handleBatch(l *relayLink, b *protocol.Batch) {
 		case e.ret != nil:
 			// A stored return is announced even after its session
 			// ended: sent again, it would be a replay and not be.
-			if err := m.returnSaved(e.ret, e.s.rets, isNew[e.save], saveErrs[e.save]); err != nil && !ended[e.s] {
+			if err := m.returnSaved(e.s, e.seq, e.ret, encs[e.save], isNew[e.save], saveErrs[e.save]); err != nil && !ended[e.s] {
 				ended[e.s] = true
 				err = notStored(err)
 				e.s.close(protocol.KindOf(err), err.Error())

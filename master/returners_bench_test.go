@@ -166,8 +166,8 @@ func BenchmarkReturnPgjsonb1000(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				tm.handleReturn(&protocol.ReturnBody{ID: fmt.Sprintf("agent%04d", a), JID: jid, Fun: "test.ping",
-					Return: true, Success: true, Stamp: "2026-01-01T00:00:00.000000"}, nil, nil)
+				tm.handleReturn(&session{}, 0, &protocol.ReturnBody{ID: fmt.Sprintf("agent%04d", a), JID: jid, Fun: "test.ping",
+					Return: true, Success: true, Stamp: "2026-01-01T00:00:00.000000"}, nil)
 			}()
 		}
 		wg.Wait()

@@ -9,14 +9,20 @@ import (
 	"path/filepath"
 )
 
-// Write replaces path with data, made with mode.
+// Write replaces path with data, made with mode. The temporary file has a
+// short name of its own (.tmp-NNN), not one made from path's: a name near
+// the file system's limit (255 bytes) would make the temporary name too
+// long, and two writers of one path do not share a temporary file.
 func Write(path string, data []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	tmp := f.Name()
 	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
 	if err == nil {
 		err = f.Sync()
 	}

@@ -18,6 +18,12 @@ import (
 // ErrNotFound is returned for a job the cache does not hold.
 var ErrNotFound = errors.New("job not found")
 
+// ErrBadReturn is in the error of a return the cache refuses whatever the
+// state of its disk: its jid or id is malformed. Any other error saving a
+// return is the disk's (full, failing), and saving it again later may
+// work.
+var ErrBadReturn = errors.New("malformed return")
+
 var (
 	bucketLoads   = []byte("loads")
 	bucketReturns = []byte("returns")
@@ -56,6 +62,9 @@ type Cache struct {
 	busy  bool // a caller is committing a group
 
 	beforeCommit func(n int) // test hook: called before a group of n is committed
+
+	badMu sync.Mutex
+	bad   map[string]bool // records found unreadable, logged once each
 }
 
 type pendingReturn struct {
@@ -79,12 +88,23 @@ func Open(path string, log *zap.Logger) (*Cache, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open job cache %s: %w", path, err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
+	if err := checkFile(path); err != nil {
+		return nil, err
+	}
+	db, err := openBolt(path, &bolt.Options{
 		Timeout:      time.Second,
 		FreelistType: bolt.FreelistMapType,
 	})
+	var damaged *DamagedError
+	if errors.As(err, &damaged) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open job cache %s: %w", path, err)
+	}
+	if err := checkPages(path, db); err != nil {
+		db.Close()
+		return nil, err
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketLoads, bucketReturns} {
@@ -189,15 +209,15 @@ func (c *Cache) SaveReturnsNew(rs []*protocol.ReturnBody, encoded [][]byte) (isN
 // returnRecord checks r and returns its key and value in the cache.
 func returnRecord(r *protocol.ReturnBody, encoded []byte) (key, val []byte, err error) {
 	if !protocol.IsJID(r.JID) {
-		return nil, nil, fmt.Errorf("save return: jid %q is not a 20-digit jid", r.JID)
+		return nil, nil, fmt.Errorf("save return: jid %q is not a 20-digit jid (%w)", r.JID, ErrBadReturn)
 	}
 	if err := protocol.ValidID(r.ID); err != nil {
-		return nil, nil, fmt.Errorf("save return %s: %w", r.JID, err)
+		return nil, nil, fmt.Errorf("save return %s: %w: %w", r.JID, ErrBadReturn, err)
 	}
 	val = encoded
 	if val == nil {
 		if val, err = protocol.Marshal(r); err != nil {
-			return nil, nil, fmt.Errorf("save return %s/%s: %w", r.JID, r.ID, err)
+			return nil, nil, fmt.Errorf("save return %s/%s: %w: %w", r.JID, r.ID, ErrBadReturn, err)
 		}
 	}
 	return returnKey(r.JID, r.ID), val, nil
@@ -332,8 +352,30 @@ func decodeLoad(v []byte) (*Load, error) {
 	return l, nil
 }
 
+// skipped logs, once per record, a record that does not decode and was
+// left out of a listing: one damaged job must not hide the others, as
+// Salt's local_cache skips a job it cannot deserialize (Salt 3006
+// salt/returners/local_cache.py: _walk_through, "Failed to deserialize").
+func (c *Cache) skipped(bucket, key []byte, err error) {
+	k := string(bucket) + "/" + string(key)
+	c.badMu.Lock()
+	seen := c.bad[k]
+	if !seen {
+		if c.bad == nil {
+			c.bad = map[string]bool{}
+		}
+		c.bad[k] = true
+	}
+	c.badMu.Unlock()
+	if !seen {
+		c.log.Warn("job cache record unreadable; left out of the jobs.* runners' answers",
+			zap.ByteString("bucket", bucket), zap.ByteString("key", key), zap.Error(err))
+	}
+}
+
 // GetReturns returns the returns of jid by agent id; an empty map when there
-// are none (or no such job).
+// are none (or no such job). A return that does not decode is left out
+// (and logged once).
 func (c *Cache) GetReturns(jid string) (map[string]*protocol.ReturnBody, error) {
 	out := map[string]*protocol.ReturnBody{}
 	prefix := returnKey(jid, "")
@@ -342,7 +384,8 @@ func (c *Cache) GetReturns(jid string) (map[string]*protocol.ReturnBody, error) 
 		for k, v := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = cur.Next() {
 			r := new(protocol.ReturnBody)
 			if err := protocol.Unmarshal(v, r); err != nil {
-				return fmt.Errorf("decode %s: %w", k, err)
+				c.skipped(bucketReturns, k, err)
+				continue
 			}
 			out[string(k[len(prefix):])] = r
 		}
@@ -355,7 +398,8 @@ func (c *Cache) GetReturns(jid string) (map[string]*protocol.ReturnBody, error) 
 }
 
 // ListJobs returns the loads of the jobs started at or after since (by jid),
-// newest first, at most limit of them (no limit when limit <= 0).
+// newest first, at most limit of them (no limit when limit <= 0). A load
+// that does not decode is left out (and logged once).
 func (c *Cache) ListJobs(since time.Time, limit int) ([]*Load, error) {
 	var from []byte
 	if !since.IsZero() {
@@ -370,7 +414,8 @@ func (c *Cache) ListJobs(since time.Time, limit int) ([]*Load, error) {
 			}
 			l, err := decodeLoad(v)
 			if err != nil {
-				return fmt.Errorf("decode %s: %w", k, err)
+				c.skipped(bucketLoads, k, err)
+				continue
 			}
 			out = append(out, l)
 			if limit > 0 && len(out) == limit {

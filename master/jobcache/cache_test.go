@@ -131,8 +131,8 @@ func TestBadInput(t *testing.T) {
 		newReturn(jid, "a/b"),
 		newReturn(jid, ".."),
 	} {
-		if err := c.SaveReturn(r); err == nil {
-			t.Errorf("SaveReturn(jid %q, id %q): got nil error, want one", r.JID, r.ID)
+		if err := c.SaveReturn(r); !errors.Is(err, ErrBadReturn) {
+			t.Errorf("SaveReturn(jid %q, id %q): got %v, want ErrBadReturn", r.JID, r.ID, err)
 		}
 	}
 	rets, _ := c.GetReturns(jid)
