@@ -200,6 +200,44 @@ func (m *Master) servePublish(ctx context.Context, a *apiConn, req *api.Request)
 // callFunc runs one runner or wheel function.
 type callFunc func(ctx context.Context, req *api.Request) (any, error)
 
+// callEvent is the data of Salt's salt/<kind>/<jid>/new for a runner (kind
+// "run") or wheel call (SyncClientMixin.low in salt/client/mixins.py): fun
+// is "runner.<fun>" or "wheel.<fun>", fun_args the arguments followed by
+// the keyword arguments as one mapping if there are any; a wheel call's
+// also has its tag, salt/wheel/<jid> (ClearFuncs.wheel in salt/master.py).
+func callEvent(kind, fun, jid, user string, arg []any, kwarg map[string]any) map[string]any {
+	client := "runner"
+	if kind != "run" {
+		client = kind
+	}
+	args := append(make([]any, 0, len(arg)+1), arg...)
+	if len(kwarg) > 0 {
+		kw := make(map[string]any, len(kwarg))
+		for k, v := range kwarg {
+			kw[k] = v
+		}
+		args = append(args, kw)
+	}
+	d := map[string]any{"fun": client + "." + fun, "fun_args": args, "jid": jid, "user": user}
+	if kind == "wheel" {
+		d["tag"] = "salt/wheel/" + jid
+	}
+	return d
+}
+
+// callRetEvent is the data of salt/<kind>/<jid>/ret: that of callEvent
+// with the call's return (or error text) and success.
+func callRetEvent(kind, fun, jid, user string, arg []any, kwarg map[string]any, res any, err error) map[string]any {
+	d := callEvent(kind, fun, jid, user, arg, kwarg)
+	d["success"] = err == nil
+	if err != nil {
+		d["return"] = err.Error()
+	} else {
+		d["return"] = res
+	}
+	return d
+}
+
 // serveCall runs a runner or wheel function, firing salt/<kind>/<jid>/new
 // and /ret around it as Salt does.
 func (m *Master) serveCall(ctx context.Context, a *apiConn, req *api.Request, kind string, fn callFunc) {
@@ -208,24 +246,12 @@ func (m *Master) serveCall(ctx context.Context, a *apiConn, req *api.Request, ki
 	if user == "" {
 		user = "root"
 	}
-	arg := req.Arg
-	if arg == nil {
-		arg = []any{}
-	}
-	m.bus.Publish("salt/"+kind+"/"+jid+"/new", map[string]any{
-		"fun": kind + "." + req.Fun, "fun_args": arg, "jid": jid, "user": user,
-	})
+	m.bus.Publish("salt/"+kind+"/"+jid+"/new", callEvent(kind, req.Fun, jid, user, req.Arg, req.Kwarg))
 	res, err := safeCall(ctx, req, fn)
 	if err != nil && !isRemote(err) {
 		m.log.Error(kind+" function failed", zap.String("fun", req.Fun), zap.Error(err))
 	}
-	ret := map[string]any{"fun": kind + "." + req.Fun, "fun_args": arg, "jid": jid, "user": user, "success": err == nil}
-	if err != nil {
-		ret["return"] = err.Error()
-	} else {
-		ret["return"] = res
-	}
-	m.bus.Publish("salt/"+kind+"/"+jid+"/ret", ret)
+	m.bus.Publish("salt/"+kind+"/"+jid+"/ret", callRetEvent(kind, req.Fun, jid, user, req.Arg, req.Kwarg, res, err))
 	if err != nil {
 		a.fail(err)
 		return
