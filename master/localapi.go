@@ -163,10 +163,20 @@ func (m *Master) servePublish(ctx context.Context, a *apiConn, req *api.Request)
 	if timeout <= 0 {
 		timeout = time.Duration(m.cfg.Timeout) * time.Second
 	}
+	gather := time.Duration(req.GatherJobTimeout * float64(time.Second))
+	if gather <= 0 {
+		gather = time.Duration(m.cfg.GatherJobTimeout) * time.Second
+	}
+	watch := m.newJobWatch(jid, req.User, timeout, gather, waiting)
+	defer watch.close()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for len(waiting) > 0 {
 		select {
+		case ev := <-watch.C():
+			if watch.answer(ev) {
+				timer.Reset(0)
+			}
 		case ev := <-sub.C():
 			id, _ := ev.Data["id"].(string)
 			if !waiting[id] {
@@ -182,6 +192,10 @@ func (m *Master) servePublish(ctx context.Context, a *apiConn, req *api.Request)
 				}
 			}
 		case <-timer.C:
+			if d, wait := watch.expired(time.Now()); wait {
+				timer.Reset(d)
+				continue
+			}
 			missing := make([]string, 0, len(waiting))
 			for _, id := range p.minions {
 				if waiting[id] {

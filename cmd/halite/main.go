@@ -30,6 +30,7 @@ type options struct {
 	tgtType     string
 	delimiter   string
 	timeout     int
+	gatherJob   int
 	async       bool
 	out         string
 	outIndent   int
@@ -72,7 +73,8 @@ func Main() int {
 		typeFlags[i] = fs.BoolP(t.long, t.short, false, t.help)
 	}
 	fs.StringVar(&o.delimiter, "delimiter", "", "key delimiter of grain and pillar targets (default ':')")
-	fs.IntVarP(&o.timeout, "timeout", "t", 0, "seconds to wait for returns (default: the master's timeout option, 5)")
+	fs.IntVarP(&o.timeout, "timeout", "t", 0, "seconds to wait for returns before asking the minions that have not returned whether they still run the job (default: the master's timeout option, 5)")
+	fs.IntVar(&o.gatherJob, "gather-job-timeout", 0, "seconds to wait for the minions' answers to saltutil.find_job, asked when the timeout has passed; minions that still run the job are waited for (default: the master's gather_job_timeout option, 10)")
 	fs.BoolVar(&o.async, "async", false, "publish the job, print its jid and exit without waiting")
 	fs.StringVar(&o.out, "out", "nested", "output format: nested, json, yaml, txt, raw, quiet")
 	fs.StringVar(&o.out, "output", "nested", "same as --out")
@@ -138,7 +140,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	req := &api.Request{
 		Op: api.OpPublish, Tgt: o.tgt, TgtType: o.tgtType, Delimiter: o.delimiter,
-		Fun: o.fun, Timeout: float64(o.timeout), Ret: o.ret, Async: o.async, Preview: o.preview,
+		Fun: o.fun, Timeout: float64(o.timeout), GatherJobTimeout: float64(o.gatherJob), Ret: o.ret, Async: o.async, Preview: o.preview,
 		User: os.Getenv("USER"), ReturnConfig: o.retConfig,
 	}
 	if o.retKwargs != "" {
