@@ -123,11 +123,13 @@ func (o *options) positional(args []string) error {
 		o.tgt = args[0]
 		return nil
 	}
+	// Salt exits 42 without a target or a function (SaltCMDOptionParser in
+	// salt/utils/parsers.py).
 	switch len(args) {
 	case 0:
-		return cli.Usagef("give a target and a function, e.g. halite '*' test.ping")
+		return &cli.UsageError{Msg: "give a target and a function, e.g. halite '*' test.ping", Code: cli.ExitNoTarget}
 	case 1:
-		return cli.Usagef("no function given after the target %q", args[0])
+		return &cli.UsageError{Msg: fmt.Sprintf("no function given after the target %q", args[0]), Code: cli.ExitNoTarget}
 	}
 	o.tgt, o.fun, o.args = args[0], args[1], args[2:]
 	return nil
@@ -166,10 +168,19 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	if first.Kind == api.KindError {
-		fmt.Fprintln(stderr, first.Error)
-		if first.Code == api.CodeBadRequest {
+		switch first.Code {
+		case api.CodeNoMinions:
+			// salt prints this on stdout, then "No return received", and
+			// exits 2 (_check_pub_data in salt/client/__init__.py,
+			// SaltCMD._output_ret in salt/cli/salt.py).
+			fmt.Fprintln(stdout, first.Error)
+			fmt.Fprintln(stderr, "ERROR: No return received")
+			return &cli.ExitError{Code: 2}
+		case api.CodeBadRequest:
+			fmt.Fprintln(stderr, first.Error)
 			return &cli.ExitError{Code: 2}
 		}
+		fmt.Fprintln(stderr, first.Error)
 		return &cli.ExitError{Code: 1}
 	}
 	if o.preview {
@@ -273,6 +284,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 				fmt.Fprintf(stderr, "ERROR: %d of %d minions did not return within %s\n", len(missing), total, timeoutText(o.timeout))
 			}
 			if failed {
+				// SaltCMD.run in salt/cli/salt.py.
+				fmt.Fprintln(stderr, "ERROR: Minions returned with non-zero exit code")
 				return &cli.ExitError{Code: 1}
 			}
 			return nil
