@@ -25,8 +25,13 @@ type Master struct {
 	AutosignGrainsDir string `yaml:"autosign_grains_dir"`
 	KeepJobs          int    `yaml:"keep_jobs"` // hours
 	Timeout           int    `yaml:"timeout"`   // seconds, the CLI's default wait
-	WorkerThreads     int    `yaml:"worker_threads"`
-	UTCJID            bool   `yaml:"utc_jid"` // job ids in UTC rather than local time
+	// GatherJobTimeout (seconds, Salt's gather_job_timeout): once a job's
+	// timeout has passed, minions that have not returned are asked
+	// (saltutil.find_job) whether they still run it, every
+	// gather_job_timeout, and waited for while they do.
+	GatherJobTimeout int  `yaml:"gather_job_timeout"`
+	WorkerThreads    int  `yaml:"worker_threads"`
+	UTCJID           bool `yaml:"utc_jid"` // job ids in UTC rather than local time
 	// JIDNode (Halite's jid_node, 0 to 999) ends every job id, so that the
 	// masters of a multimaster set never make the same one; -1: derived
 	// from the host name, interface, port and cachedir.
@@ -63,6 +68,7 @@ func DefaultMaster() *Master {
 		SockDir:              "/var/run/halite/master",
 		KeepJobs:             24,
 		Timeout:              5,
+		GatherJobTimeout:     10,
 		WorkerThreads:        5,
 		JIDNode:              -1,
 		LogLevel:             "warning",
@@ -106,6 +112,7 @@ func newMasterRole() *role[Master] {
 			"autosign_grains_dir": func(m *Master, v value) error { return v.str(&m.AutosignGrainsDir) },
 			"keep_jobs":           func(m *Master, v value) error { return v.count(&m.KeepJobs) },
 			"timeout":             func(m *Master, v value) error { return v.count(&m.Timeout) },
+			"gather_job_timeout":  func(m *Master, v value) error { return v.count(&m.GatherJobTimeout) },
 			"worker_threads":      func(m *Master, v value) error { return v.count(&m.WorkerThreads) },
 			"utc_jid":             func(m *Master, v value) error { return v.bool(&m.UTCJID) },
 			"jid_node": func(m *Master, v value) error {

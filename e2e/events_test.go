@@ -98,8 +98,9 @@ func TestEvents(t *testing.T) {
 	lines := c.eventStream(t)
 	c.startAgent("dev1", "")
 	_, auth := nextEvent(t, lines, "salt/auth")
-	if auth["id"] != "dev1" || auth["act"] != "pend" || auth["result"] != false {
-		t.Errorf("salt/auth: %v, want id dev1 act pend result false", auth)
+	// Salt fires result True with act pend (_auth in salt/channel/server.py).
+	if auth["id"] != "dev1" || auth["act"] != "pend" || auth["result"] != true {
+		t.Errorf("salt/auth: %v, want id dev1 act pend result true", auth)
 	}
 	c.acceptAll("dev1")
 	_, key := nextEvent(t, lines, "salt/key")

@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -137,4 +139,43 @@ func TestMasterlessCallerReactor(t *testing.T) {
 		_, err := os.Stat(marker)
 		return err == nil
 	})
+}
+
+// TestAuthPendingDocExample runs Salt's documented auth-pending.sls
+// unchanged (the "A Complete Example" of doc/topics/reactor/index.rst in
+// Salt 3006, kept in reactor/testdata/docs/14_auth_pending.sls) on the
+// real master's salt/auth events. Salt fires a pending key's salt/auth
+// with result True and act pend (_auth in salt/channel/server.py), so the
+// file's "not data['result']" branch (wheel.key.delete) must not run: the
+// key is accepted by its pend branch, never deleted.
+func TestAuthPendingDocExample(t *testing.T) {
+	sls, err := filepath.Abs(filepath.Join("..", "reactor", "testdata", "docs", "14_auth_pending.sls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCluster(t, "reactor:\n  - 'salt/auth':\n    - "+sls+"\n")
+	c.startMaster()
+	lines := c.eventStream(t)
+	c.startAgent("ink1", "")
+	var keyEvents []string
+	for {
+		tag, data := nextEvent(t, lines, "salt/")
+		if tag == "salt/key" {
+			keyEvents = append(keyEvents, fmt.Sprint(data["act"]))
+			if data["act"] == "delete" {
+				t.Fatalf("the pending key of ink1 was deleted by the reactor (salt/key %v)", data)
+			}
+		}
+		if tag == "salt/minion/ink1/start" {
+			break
+		}
+	}
+	if !slices.Equal(keyEvents, []string{"accept"}) {
+		t.Errorf("salt/key acts before ink1 started: got %v, want [accept]", keyEvents)
+	}
+	c.waitUp("ink1")
+	keys, _ := c.jsonOut("halite-key", "-L")
+	if acc, _ := keys["minions"].([]any); len(acc) != 1 || acc[0] != "ink1" {
+		t.Errorf("accepted keys: got %v, want [ink1]", keys["minions"])
+	}
 }

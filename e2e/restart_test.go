@@ -44,7 +44,8 @@ func TestRestarts(t *testing.T) {
 	}
 }
 
-// TestBadConfig: a malformed config names the file and line and exits 2.
+// TestBadConfig: a malformed config names the file and line and exits 2;
+// a bad flag exits 64.
 func TestBadConfig(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "master"), []byte("interface: 127.0.0.1\nport: abc\n"), 0o644)
@@ -58,8 +59,8 @@ func TestBadConfig(t *testing.T) {
 		t.Errorf("bad YAML: exit %d, stderr %q; want 2 and the file:line", r.code, r.stderr)
 	}
 	r = runCmd(t, "halite-master", "--no-such-flag")
-	if r.code != 2 {
-		t.Errorf("bad flag: exit %d, want 2", r.code)
+	if r.code != 64 {
+		t.Errorf("bad flag: exit %d, want 64 (EX_USAGE, as Salt's daemons)", r.code)
 	}
 	// An unknown key is a warning, not an error.
 	os.WriteFile(filepath.Join(dir, "master"), []byte("interface: 127.0.0.1\nno_such_option: 1\n"), 0o644)

@@ -74,8 +74,8 @@ func TestTargeting(t *testing.T) {
 
 	// A target that matches nothing fails as salt does.
 	r := c.cli("halite", "-G", "site:mars", "test.ping")
-	if r.code == 0 || !strings.Contains(r.stderr, "No minions matched the target") {
-		t.Errorf("no match: exit %d, stderr %q", r.code, r.stderr)
+	if r.code != 2 || !strings.Contains(r.stdout, "No minions matched the target") {
+		t.Errorf("no match: exit %d, stdout %q; want 2 and No minions matched the target", r.code, r.stdout)
 	}
 	// Malformed expressions are usage errors naming the position.
 	for _, args := range [][]string{

@@ -317,9 +317,15 @@ func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, v
 	if err != nil {
 		return fail(protocol.KindOther, "key store: "+err.Error())
 	}
+	// Salt's salt/auth (_auth in salt/channel/server.py): result is True
+	// for an accepted key and for a pending one (act pend), and act is
+	// left out where Salt leaves it out.
 	auth := map[string]any{
-		"id": hello.ID, "act": dec.Act, "result": dec.Status == protocol.KeyAccepted,
+		"id": hello.ID, "result": dec.Status == protocol.KeyAccepted || dec.Status == protocol.KeyPending,
 		"pub": string(protocol.EncodePublicKey(s.pub)),
+	}
+	if dec.Act != "" {
+		auth["act"] = dec.Act
 	}
 	if via != "" {
 		auth["relay"] = via

@@ -163,10 +163,20 @@ func (m *Master) servePublish(ctx context.Context, a *apiConn, req *api.Request)
 	if timeout <= 0 {
 		timeout = time.Duration(m.cfg.Timeout) * time.Second
 	}
+	gather := time.Duration(req.GatherJobTimeout * float64(time.Second))
+	if gather <= 0 {
+		gather = time.Duration(m.cfg.GatherJobTimeout) * time.Second
+	}
+	watch := m.newJobWatch(jid, req.User, timeout, gather, waiting)
+	defer watch.close()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for len(waiting) > 0 {
 		select {
+		case ev := <-watch.C():
+			if watch.answer(ev) {
+				timer.Reset(0)
+			}
 		case ev := <-sub.C():
 			id, _ := ev.Data["id"].(string)
 			if !waiting[id] {
@@ -182,6 +192,10 @@ func (m *Master) servePublish(ctx context.Context, a *apiConn, req *api.Request)
 				}
 			}
 		case <-timer.C:
+			if d, wait := watch.expired(time.Now()); wait {
+				timer.Reset(d)
+				continue
+			}
 			missing := make([]string, 0, len(waiting))
 			for _, id := range p.minions {
 				if waiting[id] {
@@ -200,6 +214,44 @@ func (m *Master) servePublish(ctx context.Context, a *apiConn, req *api.Request)
 // callFunc runs one runner or wheel function.
 type callFunc func(ctx context.Context, req *api.Request) (any, error)
 
+// callEvent is the data of Salt's salt/<kind>/<jid>/new for a runner (kind
+// "run") or wheel call (SyncClientMixin.low in salt/client/mixins.py): fun
+// is "runner.<fun>" or "wheel.<fun>", fun_args the arguments followed by
+// the keyword arguments as one mapping if there are any; a wheel call's
+// also has its tag, salt/wheel/<jid> (ClearFuncs.wheel in salt/master.py).
+func callEvent(kind, fun, jid, user string, arg []any, kwarg map[string]any) map[string]any {
+	client := "runner"
+	if kind != "run" {
+		client = kind
+	}
+	args := append(make([]any, 0, len(arg)+1), arg...)
+	if len(kwarg) > 0 {
+		kw := make(map[string]any, len(kwarg))
+		for k, v := range kwarg {
+			kw[k] = v
+		}
+		args = append(args, kw)
+	}
+	d := map[string]any{"fun": client + "." + fun, "fun_args": args, "jid": jid, "user": user}
+	if kind == "wheel" {
+		d["tag"] = "salt/wheel/" + jid
+	}
+	return d
+}
+
+// callRetEvent is the data of salt/<kind>/<jid>/ret: that of callEvent
+// with the call's return (or error text) and success.
+func callRetEvent(kind, fun, jid, user string, arg []any, kwarg map[string]any, res any, err error) map[string]any {
+	d := callEvent(kind, fun, jid, user, arg, kwarg)
+	d["success"] = err == nil
+	if err != nil {
+		d["return"] = err.Error()
+	} else {
+		d["return"] = res
+	}
+	return d
+}
+
 // serveCall runs a runner or wheel function, firing salt/<kind>/<jid>/new
 // and /ret around it as Salt does.
 func (m *Master) serveCall(ctx context.Context, a *apiConn, req *api.Request, kind string, fn callFunc) {
@@ -208,24 +260,12 @@ func (m *Master) serveCall(ctx context.Context, a *apiConn, req *api.Request, ki
 	if user == "" {
 		user = "root"
 	}
-	arg := req.Arg
-	if arg == nil {
-		arg = []any{}
-	}
-	m.bus.Publish("salt/"+kind+"/"+jid+"/new", map[string]any{
-		"fun": kind + "." + req.Fun, "fun_args": arg, "jid": jid, "user": user,
-	})
+	m.bus.Publish("salt/"+kind+"/"+jid+"/new", callEvent(kind, req.Fun, jid, user, req.Arg, req.Kwarg))
 	res, err := safeCall(ctx, req, fn)
 	if err != nil && !isRemote(err) {
 		m.log.Error(kind+" function failed", zap.String("fun", req.Fun), zap.Error(err))
 	}
-	ret := map[string]any{"fun": kind + "." + req.Fun, "fun_args": arg, "jid": jid, "user": user, "success": err == nil}
-	if err != nil {
-		ret["return"] = err.Error()
-	} else {
-		ret["return"] = res
-	}
-	m.bus.Publish("salt/"+kind+"/"+jid+"/ret", ret)
+	m.bus.Publish("salt/"+kind+"/"+jid+"/ret", callRetEvent(kind, req.Fun, jid, user, req.Arg, req.Kwarg, res, err))
 	if err != nil {
 		a.fail(err)
 		return

@@ -294,25 +294,9 @@ func (m *Master) reactCall(ctx context.Context, kind string, r *reactor.Reaction
 	jid := m.jids.Next()
 	r.Claim(jid)
 	req := &api.Request{Fun: r.Fun, Arg: r.Arg, Kwarg: r.Kwarg, User: ReactorUser}
-	arg := r.Arg
-	if len(r.Kwarg) > 0 {
-		kw := map[string]any{"__kwarg__": true}
-		for k, v := range r.Kwarg {
-			kw[k] = v
-		}
-		arg = append(append([]any{}, arg...), kw)
-	}
-	m.bus.Publish("salt/"+kind+"/"+jid+"/new", map[string]any{
-		"fun": kind + "." + r.Fun, "fun_args": arg, "jid": jid, "user": ReactorUser,
-	})
+	m.bus.Publish("salt/"+kind+"/"+jid+"/new", callEvent(kind, r.Fun, jid, ReactorUser, r.Arg, r.Kwarg))
 	res, err := safeCall(ctx, req, fn)
-	ret := map[string]any{"fun": kind + "." + r.Fun, "fun_args": arg, "jid": jid, "user": ReactorUser, "success": err == nil}
-	if err != nil {
-		ret["return"] = err.Error()
-	} else {
-		ret["return"] = res
-	}
-	m.bus.Publish("salt/"+kind+"/"+jid+"/ret", ret)
+	m.bus.Publish("salt/"+kind+"/"+jid+"/ret", callRetEvent(kind, r.Fun, jid, ReactorUser, r.Arg, r.Kwarg, res, err))
 	return jid, err
 }
 

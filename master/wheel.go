@@ -118,7 +118,7 @@ func (m *Master) wheelAccept(_ context.Context, req *api.Request) (any, error) {
 		return nil, err
 	}
 	for _, id := range ids {
-		m.bus.Publish(event.TagKey, map[string]any{"id": id, "act": "accept"})
+		m.bus.Publish(event.TagKey, map[string]any{"id": id, "act": "accept", "result": true})
 		m.dropMinion(id, "accepted key replaced")
 	}
 	return map[string]any{"minions": toAnyList(ids)}, nil
@@ -143,7 +143,7 @@ func (m *Master) wheelReject(_ context.Context, req *api.Request) (any, error) {
 		return nil, err
 	}
 	for _, id := range ids {
-		m.bus.Publish(event.TagKey, map[string]any{"id": id, "act": "reject"})
+		m.bus.Publish(event.TagKey, map[string]any{"id": id, "act": "reject", "result": true})
 		m.dropMinion(id, "key rejected")
 	}
 	return map[string]any{"minions_rejected": toAnyList(ids)}, nil
@@ -168,7 +168,7 @@ func (m *Master) deleteKeys(match string) ([]string, error) {
 		return nil, err
 	}
 	for _, id := range ids {
-		m.bus.Publish(event.TagKey, map[string]any{"id": id, "act": "delete"})
+		m.bus.Publish(event.TagKey, map[string]any{"id": id, "act": "delete", "result": true})
 		m.dropMinion(id, "key deleted")
 		m.minions.forget(id)
 	}
@@ -301,6 +301,6 @@ func (m *Master) wheelGenAccept(ctx context.Context, req *api.Request) (any, err
 	if pk, ok := m.keys.AcceptedKey(id); !ok || !pk.Equal(pub) {
 		return nil, fmt.Errorf("key.gen_accept: the key of %s was not accepted", id)
 	}
-	m.bus.Publish(event.TagKey, map[string]any{"id": id, "act": "accept"})
+	m.bus.Publish(event.TagKey, map[string]any{"id": id, "act": "accept", "result": true})
 	return pair, nil
 }

@@ -14,6 +14,10 @@ const (
 	TypeRunner = "runner" // run a master runner
 	TypeWheel  = "wheel"  // run a master wheel function (keys)
 	TypeCaller = "caller" // run an execution function on this agent
+
+	// typeCmdAlias is Salt's alias of local (Reactor.aliases in
+	// salt/utils/reactor.py): "cmd.cmd.run" is "local.cmd.run".
+	typeCmdAlias = "cmd"
 )
 
 // Reaction is one call a reactor file asks for, with its arguments already
@@ -104,6 +108,9 @@ func Compile(file, tag string, entries []sls.Entry) ([]*Reaction, error) {
 
 func compileOne(id, key string, v any) (*Reaction, error) {
 	typ, fun, _ := strings.Cut(key, ".")
+	if typ == typeCmdAlias {
+		typ = TypeLocal
+	}
 	low := map[string]any{}
 	switch v := v.(type) {
 	case nil:
@@ -129,7 +136,7 @@ func compileOne(id, key string, v any) (*Reaction, error) {
 	switch typ {
 	case TypeLocal, TypeRunner, TypeWheel, TypeCaller:
 	default:
-		return nil, fmt.Errorf("unknown reaction type %q (local, runner, wheel or caller)", typ)
+		return nil, fmt.Errorf("unknown reaction type %q (local or its alias cmd, runner, wheel or caller)", typ)
 	}
 	if fun == "" {
 		return nil, fmt.Errorf("%s: no function", key)

@@ -27,8 +27,11 @@ import (
 )
 
 type options struct {
-	configDir    string
-	local        bool
+	configDir string
+	local     bool
+	// passthrough is --retcode-passthrough: exit with the function's
+	// retcode rather than 1 when it failed.
+	passthrough  bool
 	out          string
 	outIndent    int
 	outIndentSet *int // &outIndent when --out-indent was given
@@ -45,6 +48,7 @@ func Main() int {
 	var o options
 	fs.StringVarP(&o.configDir, "config-dir", "c", cli.DefaultConfigDir, "the agent's configuration directory")
 	fs.BoolVar(&o.local, "local", false, "run without a master: events stay on this device")
+	fs.BoolVar(&o.passthrough, "retcode-passthrough", false, "exit with the function's retcode rather than 1 when it fails")
 	fs.StringVar(&o.out, "out", "nested", "output format: nested, json, yaml, txt, raw, pprint, newline_values_only, quiet")
 	fs.StringVar(&o.out, "output", "nested", "same as --out")
 	fs.IntVar(&o.outIndent, "out-indent", 0, "output_indent of the json, yaml and pprint outputters (negative: one line, flow style)")
@@ -96,7 +100,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	if strings.HasPrefix(o.fun, "beacons.") && o.fun != "beacons.list_available" {
 		// The beacons live in the running agent: ask it.
-		return callAgent(ctx, cfg, o.fun, args, kwargs, stdout, oo, o.out)
+		return callAgent(ctx, cfg, o.fun, args, kwargs, stdout, oo, o.out, o.passthrough)
 	}
 	g := grains.New(cfg.ID, cfg.Grains, log.Named("grains"))
 	ex := exec.New(exec.Options{ID: cfg.ID, Version: agent.Version, Grains: g, Log: log.Named("exec")})
@@ -121,14 +125,21 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err := output.Format(stdout, o.out, map[string]any{"local": output.InSaltOrder(o.fun, args, res.Return)}, oo); err != nil {
 		return err
 	}
-	if !res.Success || res.Retcode != 0 {
-		code := res.Retcode
-		if code <= 0 || code > 255 {
-			code = 1
-		}
-		return &cli.ExitError{Code: code}
+	return exitFor(res.Success, res.Retcode, o.passthrough)
+}
+
+// exitFor is salt-call's exit for a function's result (SaltCall in
+// salt/cli/caller.py): 0 when it succeeded, else 1, or with
+// --retcode-passthrough the retcode itself.
+func exitFor(ok bool, retcode int, passthrough bool) error {
+	if ok && retcode == 0 {
+		return nil
 	}
-	return nil
+	code := 1
+	if passthrough && retcode > 0 && retcode <= 255 {
+		code = retcode
+	}
+	return &cli.ExitError{Code: code}
 }
 
 // sendEvent fires an event through the running agent to the master:
@@ -185,7 +196,7 @@ func fireEvent(ctx context.Context, cfg *config.Agent, args []any, stdout io.Wri
 
 // callAgent runs a function in the running agent (beacons.*), whose state
 // a separate process does not have.
-func callAgent(ctx context.Context, cfg *config.Agent, fun string, args []any, kwargs map[string]any, stdout io.Writer, oo output.Options, out string) error {
+func callAgent(ctx context.Context, cfg *config.Agent, fun string, args []any, kwargs map[string]any, stdout io.Writer, oo output.Options, out string, passthrough bool) error {
 	resp, err := agent.LocalCall(ctx, cfg.SocketPath(), &agent.LocalRequest{Op: "call", Fun: fun, Args: args, Kwargs: kwargs})
 	if err != nil {
 		return err
@@ -196,12 +207,5 @@ func callAgent(ctx context.Context, cfg *config.Agent, fun string, args []any, k
 	if err := output.Format(stdout, out, map[string]any{"local": resp.Return}, oo); err != nil {
 		return err
 	}
-	if !resp.OK || resp.Retcode != 0 {
-		code := resp.Retcode
-		if code <= 0 || code > 255 {
-			code = 1
-		}
-		return &cli.ExitError{Code: code}
-	}
-	return nil
+	return exitFor(resp.OK, resp.Retcode, passthrough)
 }

@@ -213,8 +213,10 @@ func run(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writ
 		}
 	}
 	if count == 0 {
-		fmt.Fprintf(stderr, "The key glob '%s' does not match any %s keys.\n", o.match, map[string]string{"accept": "unaccepted", "reject": "unaccepted", "delete": ""}[o.action])
-		return &cli.ExitError{Code: 1}
+		// Salt prints this on stdout and exits 0 (Key._print_no_match in
+		// salt/key.py).
+		fmt.Fprintf(stdout, "The key glob '%s' does not match any %s keys.\n", o.match, map[string]string{"accept": "unaccepted", "reject": "unaccepted", "delete": ""}[o.action])
+		return nil
 	}
 	verb := map[string]string{"accept": "accepted", "reject": "rejected", "delete": "deleted"}[o.action]
 	if !o.yes {

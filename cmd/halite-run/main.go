@@ -80,7 +80,45 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
-	return output.Format(stdout, o.out, res, output.CLIOptions(o.out, o.outIndentSet, false))
+	if err := output.Format(stdout, o.out, res, output.CLIOptions(o.out, o.outIndentSet, false)); err != nil {
+		return err
+	}
+	return runnerExit(res)
+}
+
+// runnerExit is salt-run's exit for a runner's return (SaltRun.run in
+// salt/cli/run.py): the "retcode" of a dictionary return, or of its
+// "data", else 0.
+func runnerExit(res any) error {
+	d, _ := res.(map[string]any)
+	rc, ok := d["retcode"]
+	if !ok {
+		data, _ := d["data"].(map[string]any)
+		rc, ok = data["retcode"]
+	}
+	if !ok {
+		return nil
+	}
+	var code int
+	switch v := rc.(type) {
+	case int64:
+		code = int(v)
+	case uint64:
+		code = int(min(v, 255))
+	case int:
+		code = v
+	case float64:
+		code = int(v)
+	default:
+		code = 1
+	}
+	if code == 0 {
+		return nil
+	}
+	if code < 0 || code > 255 {
+		code = 1
+	}
+	return &cli.ExitError{Code: code}
 }
 
 // streamEvents prints live events until count events were printed or the

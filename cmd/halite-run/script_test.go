@@ -10,5 +10,6 @@ import (
 // "halite-run".
 func TestMain(m *testing.M) { clitest.Main(m, "halite-run", Main) }
 
-// TestScripts runs testdata/*.txtar (see package clitest).
-func TestScripts(t *testing.T) { clitest.Run(t) }
+// TestScripts runs testdata/*.txtar (see package clitest) with its
+// Fixtures: a real master in the test's process.
+func TestScripts(t *testing.T) { clitest.RunWith(t, clitest.Fixtures()) }

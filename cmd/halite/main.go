@@ -32,6 +32,7 @@ type options struct {
 	tgtType      string
 	delimiter    string
 	timeout      int
+	gatherJob    int
 	async        bool
 	out          string
 	outIndent    int
@@ -75,7 +76,8 @@ func Main() int {
 		typeFlags[i] = fs.BoolP(t.long, t.short, false, t.help)
 	}
 	fs.StringVar(&o.delimiter, "delimiter", "", "key delimiter of grain and pillar targets (default ':')")
-	fs.IntVarP(&o.timeout, "timeout", "t", 0, "seconds to wait for returns (default: the master's timeout option, 5)")
+	fs.IntVarP(&o.timeout, "timeout", "t", 0, "seconds to wait for returns before asking the minions that have not returned whether they still run the job (default: the master's timeout option, 5)")
+	fs.IntVar(&o.gatherJob, "gather-job-timeout", 0, "seconds to wait for the minions' answers to saltutil.find_job, asked when the timeout has passed; minions that still run the job are waited for (default: the master's gather_job_timeout option, 10)")
 	fs.BoolVar(&o.async, "async", false, "publish the job, print its jid and exit without waiting")
 	fs.StringVar(&o.out, "out", "nested", "output format: nested, json, yaml, txt, raw, pprint, newline_values_only, quiet")
 	fs.StringVar(&o.out, "output", "nested", "same as --out")
@@ -127,11 +129,13 @@ func (o *options) positional(args []string) error {
 		o.tgt = args[0]
 		return nil
 	}
+	// Salt exits 42 without a target or a function (SaltCMDOptionParser in
+	// salt/utils/parsers.py).
 	switch len(args) {
 	case 0:
-		return cli.Usagef("give a target and a function, e.g. halite '*' test.ping")
+		return &cli.UsageError{Msg: "give a target and a function, e.g. halite '*' test.ping", Code: cli.ExitNoTarget}
 	case 1:
-		return cli.Usagef("no function given after the target %q", args[0])
+		return &cli.UsageError{Msg: fmt.Sprintf("no function given after the target %q", args[0]), Code: cli.ExitNoTarget}
 	}
 	o.tgt, o.fun, o.args = args[0], args[1], args[2:]
 	return nil
@@ -144,7 +148,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	req := &api.Request{
 		Op: api.OpPublish, Tgt: o.tgt, TgtType: o.tgtType, Delimiter: o.delimiter,
-		Fun: o.fun, Timeout: float64(o.timeout), Ret: o.ret, Async: o.async, Preview: o.preview,
+		Fun: o.fun, Timeout: float64(o.timeout), GatherJobTimeout: float64(o.gatherJob), Ret: o.ret, Async: o.async, Preview: o.preview,
 		User: os.Getenv("USER"), ReturnConfig: o.retConfig,
 	}
 	if o.retKwargs != "" {
@@ -171,10 +175,19 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	if first.Kind == api.KindError {
-		fmt.Fprintln(stderr, first.Error)
-		if first.Code == api.CodeBadRequest {
+		switch first.Code {
+		case api.CodeNoMinions:
+			// salt prints this on stdout, then "No return received", and
+			// exits 2 (_check_pub_data in salt/client/__init__.py,
+			// SaltCMD._output_ret in salt/cli/salt.py).
+			fmt.Fprintln(stdout, first.Error)
+			fmt.Fprintln(stderr, "ERROR: No return received")
+			return &cli.ExitError{Code: 2}
+		case api.CodeBadRequest:
+			fmt.Fprintln(stderr, first.Error)
 			return &cli.ExitError{Code: 2}
 		}
+		fmt.Fprintln(stderr, first.Error)
 		return &cli.ExitError{Code: 1}
 	}
 	if o.preview {
@@ -279,6 +292,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 				fmt.Fprintf(stderr, "ERROR: %d of %d minions did not return within %s\n", len(missing), total, timeoutText(o.timeout))
 			}
 			if failed {
+				// SaltCMD.run in salt/cli/salt.py.
+				fmt.Fprintln(stderr, "ERROR: Minions returned with non-zero exit code")
 				return &cli.ExitError{Code: 1}
 			}
 			return nil

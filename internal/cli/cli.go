@@ -18,9 +18,22 @@ import (
 // DefaultConfigDir is where the programs look for their configuration.
 const DefaultConfigDir = "/etc/halite"
 
+// Exit statuses shared by the programs, Salt's (salt/defaults/exitcodes.py).
+const (
+	// ExitUsage is EX_USAGE, Salt's status for bad command-line use (its
+	// OptionParser.error in salt/utils/parsers.py).
+	ExitUsage = 64
+	// ExitNoTarget is the status salt exits with when it is not given a
+	// target and a function (SaltCMDOptionParser in salt/utils/parsers.py).
+	ExitNoTarget = 42
+)
+
 // UsageError is bad command-line use: the program prints it with its usage
-// and exits with status 2.
-type UsageError struct{ Msg string }
+// and exits with status Code, or ExitUsage when Code is 0.
+type UsageError struct {
+	Msg  string
+	Code int
+}
 
 func (e *UsageError) Error() string { return e.Msg }
 
@@ -35,7 +48,8 @@ type ExitError struct{ Code int }
 func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
 
 // Exit returns the process exit status for err, printing it to stderr: 0
-// for nil, 2 for a usage or configuration error, the code of an ExitError,
+// for nil, ExitUsage (or its own code) for a usage error, 2 for a
+// configuration error, the code of an ExitError,
 // 1 otherwise.
 func Exit(prog string, err error, fs *pflag.FlagSet, stderr io.Writer) int {
 	if err == nil {
@@ -56,7 +70,10 @@ func Exit(prog string, err error, fs *pflag.FlagSet, stderr io.Writer) int {
 			fs.SetOutput(stderr)
 			fs.PrintDefaults()
 		}
-		return 2
+		if ue.Code != 0 {
+			return ue.Code
+		}
+		return ExitUsage
 	case errors.As(err, &ce):
 		fmt.Fprintf(stderr, "%s: configuration error: %s\n", prog, ce.Error())
 		return 2

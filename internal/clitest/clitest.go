@@ -24,8 +24,8 @@ func Main(m *testing.M, name string, main func() int) {
 // (its stdout and stderr are then checked as after exec).
 func Run(t *testing.T) { RunWith(t, nil) }
 
-// RunWith is Run with more script commands (a command's own fixtures: a
-// master to talk to, keys to find there).
+// RunWith is Run with more script commands: Fixtures (a master to talk
+// to, agents) and a command's own.
 func RunWith(t *testing.T, cmds map[string]func(ts *testscript.TestScript, neg bool, args []string)) {
 	all := map[string]func(ts *testscript.TestScript, neg bool, args []string){"status": status}
 	for name, fn := range cmds {

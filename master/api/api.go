@@ -28,7 +28,10 @@ type Request struct {
 	TgtType   string         `cbor:"tgt_type,omitempty"`
 	Delimiter string         `cbor:"delimiter,omitempty"`
 	Timeout   float64        `cbor:"timeout,omitempty"` // seconds to wait for returns
-	Ret       string         `cbor:"ret,omitempty"`
+	// GatherJobTimeout (seconds; 0: the master's gather_job_timeout) is
+	// how long each saltutil.find_job round waits once Timeout passed.
+	GatherJobTimeout float64 `cbor:"gather_job_timeout,omitempty"`
+	Ret              string  `cbor:"ret,omitempty"`
 	// ReturnConfig and ReturnKwargs are --return_config and
 	// --return_kwargs: the job's returners are opened with the options
 	// under "<ReturnConfig>.<returner>." and with ReturnKwargs over all.

@@ -73,9 +73,12 @@ type Options struct {
 
 // Decision is the outcome of Check.
 type Decision struct {
-	Status  string // protocol.KeyAccepted, KeyPending, KeyRejected or KeyDenied
-	Act     string // salt/auth act: ActAccept, ActPend, ActReject or ActDenied
-	Changed bool   // the store was changed (a key written or moved)
+	Status string // protocol.KeyAccepted, KeyPending, KeyRejected or KeyDenied
+	// Act is the salt/auth act: ActAccept, ActPend, ActReject or ActDenied,
+	// or "" where Salt's event has none (a key already rejected; a key
+	// that differs from the pending one of an auto-signed id).
+	Act     string
+	Changed bool // the store was changed (a key written or moved)
 }
 
 // Change is one change made by an operator's command.
@@ -252,7 +255,7 @@ func (s *Store) Check(id string, pub ed25519.PublicKey, via string) (Decision, e
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.keys[rejected][id]; ok {
-		return Decision{Status: protocol.KeyRejected, Act: ActReject}, nil
+		return Decision{Status: protocol.KeyRejected}, nil
 	}
 	if acc, ok := s.keys[accepted][id]; ok {
 		if acc != nil && acc.Equal(pub) {
@@ -269,7 +272,11 @@ func (s *Store) Check(id string, pub ed25519.PublicKey, via string) (Decision, e
 			s.log.Info("pending public key rejected via autoreject_file", zap.String("id", id))
 			return Decision{Status: protocol.KeyRejected, Act: ActReject, Changed: true}, nil
 		case pend == nil || !pend.Equal(pub):
-			return s.deny(id, pub, "the public key in pending did not match")
+			d, err := s.deny(id, pub, "the public key in pending did not match")
+			if autoSign {
+				d.Act = "" // Salt's auto-sign branch of _auth fires no act
+			}
+			return d, err
 		case autoSign:
 			if err := s.move(id, pending, accepted); err != nil {
 				return Decision{}, err
