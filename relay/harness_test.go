@@ -97,6 +97,7 @@ func startMaster(t *testing.T, autoAccept bool) *testMaster {
 	cfg.Timeout = 10
 	cfg.AutoAccept = autoAccept
 	cfg.Raw = map[string]any{"id": "testmaster"}
+	cfg.RelayAllow = []string{"r1", "r2", "evil"} // evil: the hand-made relay of batch_test.go
 	tm := &testMaster{cfg: cfg, sock: cfg.SocketPath()}
 	tm.boot(t)
 	return tm
