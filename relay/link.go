@@ -104,6 +104,12 @@ func (r *Relay) runLink(ctx context.Context, addr string) error {
 	msg, err := f.Read()
 	stream.SetReadDeadline(time.Time{})
 	if err != nil {
+		var ae *quic.ApplicationError
+		if errors.As(err, &ae) && ae.Remote {
+			// The master closed the connection, its Error frame lost
+			// to the close: the close carries its kind.
+			return fmt.Errorf("master refused the link: %w", &protocol.ProtoError{Kind: protocol.Kind(ae.ErrorCode), Msg: ae.ErrorMessage})
+		}
 		return fmt.Errorf("read link key status: %w", err)
 	}
 	var caps uint32
