@@ -42,7 +42,8 @@ type device struct {
 	// that did not fit), and hello has no grains: an unauthenticated
 	// device costs the relay its bytes, not their decoding.
 	fwdHello, fwdLate []byte
-	up       *sender         // its stream on the link; nil while the link is down
+
+	up       *sender // its stream on the link; nil while the link is down
 	upStream *quic.Stream
 	batch    *batcher // the link's, while up is set, if the master takes batches
 
