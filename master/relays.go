@@ -39,7 +39,7 @@ const relayAdmit = 64
 // master's relay_allow lists it, by id or glob. A relay carries its
 // devices' Hellos and sees which devices exist and when they talk; it
 // cannot forge what they send (MACs with keys it cannot compute) but may
-// delay, drop or replay it, so only agents the operator named are relays.
+// delay or drop it, so only agents the operator named are relays.
 func (m *Master) relayAllowed(id string) bool {
 	for _, p := range m.cfg.RelayAllow {
 		if p == id || targets.MatchGlob(p, id) {
