@@ -88,7 +88,12 @@ func (a *Agent) dial(ctx context.Context, l *link) (*masterConn, error) {
 	}
 	hello := &protocol.Hello{ID: a.cfg.ID, Version: Version, Caps: protocol.CapabilityVersion, Grains: a.grains.Get(),
 		KX: kx.Public(), KXSig: protocol.SignAgentKX(a.id, a.cfg.ID, kx.Public()), Returners: a.cfg.Return}
-	if err := f.Write(hello); err != nil {
+	// Grains too large for a Hello follow once the key is accepted.
+	hb, lateGrains, err := protocol.EncodeHello(hello)
+	if err != nil {
+		return nil, fmt.Errorf("send hello: %w", err)
+	}
+	if err := f.WriteFrame(hb); err != nil {
 		return nil, fmt.Errorf("send hello: %w", err)
 	}
 	stream.SetReadDeadline(time.Now().Add(handshakeTimeout))
@@ -120,6 +125,11 @@ func (a *Agent) dial(ctx context.Context, l *link) (*masterConn, error) {
 		return nil, fmt.Errorf("master refused: %w", msg.Err())
 	default:
 		return nil, fmt.Errorf("master sent %s before the key status", msg.Type())
+	}
+	if lateGrains != nil {
+		if err := f.WriteFrame(lateGrains); err != nil {
+			return nil, fmt.Errorf("send grains: %w", err)
+		}
 	}
 	ok = true
 	return c, nil

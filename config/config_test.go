@@ -143,6 +143,8 @@ func TestMasterOptions(t *testing.T) {
 			m.ReactorWorkerThreads, m.ReactorWorkerHwm, m.WorkerThreads = 2, 50, 3
 		}},
 		{"job cache", "master_job_cache: pgjsonb\nutc_jid: True\n", func(m *Master) { m.MasterJobCache, m.UTCJID = "pgjsonb", true }},
+		{"relay_allow string", "relay_allow: 'relay-*'\n", func(m *Master) { m.RelayAllow = []string{"relay-*"} }},
+		{"relay_allow list", "relay_allow:\n  - r1\n  - 'gw[0-9]'\n", func(m *Master) { m.RelayAllow = []string{"r1", "gw[0-9]"} }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -392,6 +394,10 @@ func TestErrors(t *testing.T) {
 			`D/master:1: log_level: expected a log level (all, garbage, trace, debug, profile, info, warning, error, critical, quiet), got "loud"`},
 		{"mapping", map[string]string{"master": "nodegroups: [a]\n"}, false,
 			`D/master:1: nodegroups: expected a mapping, got a list`},
+		{"relay_allow mapping", map[string]string{"master": "port: 4506\nrelay_allow: {r1: true}\n"}, false,
+			`D/master:2: relay_allow: expected a string or a list of strings, got a mapping`},
+		{"relay_allow empty id", map[string]string{"master": "relay_allow: ['r1', '']\n"}, false,
+			`D/master:1: relay_allow: expected agent ids or globs, got an empty one`},
 		{"list", map[string]string{"master": "reactor: {a: b}\n"}, false,
 			`D/master:1: reactor: expected a list, got a mapping`},
 		{"roots", map[string]string{"master": "file_roots:\n  base:\n    - {a: b}\n"}, false,

@@ -50,6 +50,10 @@ type Master struct {
 	MasterJobCache       string              `yaml:"master_job_cache"`
 	EventReturn          []string            `yaml:"event_return"` // a string or a list
 	Engines              []any               `yaml:"engines"`
+	// RelayAllow (Halite's relay_allow) lists the agents that may open a
+	// relay link, by id or glob (Salt's fnmatch); an accepted agent not
+	// listed is refused as a relay. Empty, the default: none may.
+	RelayAllow []string `yaml:"relay_allow"` // a string or a list
 
 	// Raw holds every option as loaded from the files (defaults are not
 	// in it), known or not, for features that read their own options.
@@ -137,6 +141,19 @@ func newMasterRole() *role[Master] {
 			"master_job_cache":       func(m *Master, v value) error { return v.str(&m.MasterJobCache) },
 			"event_return":           func(m *Master, v value) error { return v.strList(&m.EventReturn, false) },
 			"engines":                func(m *Master, v value) error { return v.anyList(&m.Engines) },
+			"relay_allow": func(m *Master, v value) error {
+				var ids []string
+				if err := v.strList(&ids, false); err != nil {
+					return err
+				}
+				for _, id := range ids {
+					if id == "" {
+						return fmt.Errorf("expected agent ids or globs, got an empty one")
+					}
+				}
+				m.RelayAllow = ids
+				return nil
+			},
 		},
 		silent:  setOf(saltMasterOptions, saltCommonOptions, haliteMasterRawOptions),
 		foreign: setOf(saltMinionOptions, haliteAgentOptions),

@@ -42,7 +42,7 @@ func (c *cluster) waitPending(n int) {
 // jobs fanned out, the master killed while jobs run (their returns wait and
 // arrive), a relay restarted.
 func TestRelays(t *testing.T) {
-	c := newCluster(t, "")
+	c := newCluster(t, relayAllow)
 	c.startMaster()
 	r1Port, r2Port := freeUDPPort(t), freeUDPPort(t)
 	c.startAgent("r1", fmt.Sprintf("relay:\n  interface: 127.0.0.1\n  port: %d\n  heartbeat: 1\n", r1Port))
@@ -130,7 +130,7 @@ func TestRelays(t *testing.T) {
 // neither device's answer arrives, while the relays themselves, whose own
 // sessions are not altered, answer as usual.
 func TestRelayTamperProcesses(t *testing.T) {
-	c := newCluster(t, "")
+	c := newCluster(t, relayAllow)
 	c.startMaster()
 	p1, p2 := freeUDPPort(t), freeUDPPort(t)
 	c.startTampering("r1", "job", relayConf(p1))

@@ -23,6 +23,9 @@ func (c *cluster) masterAndRelay(id string) int {
 	return port
 }
 
+// relayAllow is the master's relay_allow of these tests: their relays.
+const relayAllow = "relay_allow: [r1, r2]\n"
+
 // relayConf is the relay: section of a relay listening on port.
 func relayConf(port int) string {
 	return fmt.Sprintf("relay:\n  interface: 127.0.0.1\n  port: %d\n  heartbeat: 1\n", port)
@@ -47,7 +50,7 @@ type heartbeat struct {
 // the devices (halite says they did not return, as Salt words it); one
 // published after works.
 func TestRelayUpstreamCut(t *testing.T) {
-	c := newCluster(t, "")
+	c := newCluster(t, relayAllow)
 	c.startMaster()
 	hop := udphop.Start(t, fmt.Sprintf("127.0.0.1:%d", c.port))
 	upstreamCut(t, c, "", fmt.Sprintf("127.0.0.1:%d", hop.Port()), func(cut bool) {
@@ -81,7 +84,7 @@ func TestRelayUpstreamCutNetns(t *testing.T) {
 	for _, a := range [][]string{{nsM, vM}, {nsM, "lo"}, {nsR, vR}, {nsR, "lo"}} {
 		ipCmd(t, "-n", a[0], "link", "set", a[1], "up")
 	}
-	c := newCluster(t, "")
+	c := newCluster(t, relayAllow)
 	c.iface, c.netns = "10.232.0.1", nsM
 	c.startMaster()
 	upstreamCut(t, c, nsR, fmt.Sprintf("10.232.0.1:%d", c.port), func(cut bool) {
@@ -291,7 +294,7 @@ func listed(keys map[string]any, state, id string) bool {
 // which denies the key as Salt does (minions_denied) and keeps the
 // accepted one. The real device works throughout, and comes back.
 func TestRelayImpostor(t *testing.T) {
-	c := newCluster(t, "")
+	c := newCluster(t, relayAllow)
 	rPort := c.masterAndRelay("r1")
 	c.startBehind("d1", rPort, "")
 	c.acceptAll("r1", "d1")
@@ -346,7 +349,7 @@ func TestRelayImpostor(t *testing.T) {
 // session and it comes back pending (through the relay, as halite-key
 // shows); rejected, it stays out; deleted and accepted again, it works.
 func TestRelayKeyLifecycle(t *testing.T) {
-	c := newCluster(t, "")
+	c := newCluster(t, relayAllow)
 	rPort := c.masterAndRelay("r1")
 	c.startBehind("d1", rPort, "")
 	c.startAgent("x1", "")

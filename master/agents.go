@@ -229,7 +229,7 @@ func (m *Master) serveAgent(ctx context.Context, conn *quic.Conn) {
 		return
 	}
 	f := protocol.NewFramer(stream, m.maxFrame())
-	hello, log, ok := m.readHello(f, stream, log, func(k protocol.Kind, text string) {
+	hello, log, done, ok := m.readHello(f, stream, log, func(k protocol.Kind, text string) {
 		conn.CloseWithError(quic.ApplicationErrorCode(k), text)
 	})
 	if !ok {
@@ -240,7 +240,9 @@ func (m *Master) serveAgent(ctx context.Context, conn *quic.Conn) {
 		out: make(chan []byte, sendQueue), done: make(chan struct{}),
 		log: log, since: time.Now(),
 	}
-	if !m.admit(ctx, s, hello, "", nil) {
+	admitted := m.admit(ctx, s, hello, "", nil)
+	done()
+	if !admitted {
 		// Let the agent read its status before the connection goes.
 		select {
 		case <-conn.Context().Done():
@@ -257,11 +259,25 @@ func (m *Master) serveAgent(ctx context.Context, conn *quic.Conn) {
 	m.runSession(ctx, s, hello)
 }
 
-// readHello reads a stream's first message, which must be a Hello; on
-// failure it tells the peer why, calls closeConn and returns ok false.
-func (m *Master) readHello(f *protocol.Framer, stream *quic.Stream, log *zap.Logger, closeConn func(protocol.Kind, string)) (*protocol.Hello, *zap.Logger, bool) {
-	stream.SetReadDeadline(time.Now().Add(helloTimeout))
-	msg, err := f.Read()
+// helloSlots bounds the Hellos decoded and not yet answered (admit), over
+// all connections, direct and relayed. A Hello comes before its sender's
+// key is checked and is at most protocol.MaxHelloFrame bytes on the wire,
+// but its CBOR decodes to up to some 70 times that (4.5 MB of empty
+// maps): the slots bound what unauthenticated peers make the master hold
+// to some 150 MB at worst, whatever their number. A slot is held for the
+// decoding and the key store's decision, a millisecond or so; a Hello
+// waits for one as QUIC holds its bytes meanwhile.
+const helloSlots = 32
+
+// readHello reads a stream's first message, which must be a Hello of at
+// most protocol.MaxHelloFrame bytes, in one of the master's helloSlots;
+// the caller calls done once it has answered the Hello, to give the slot
+// back. On failure it tells the peer why, calls closeConn and returns ok
+// false (and nothing to call).
+func (m *Master) readHello(f *protocol.Framer, stream *quic.Stream, log *zap.Logger, closeConn func(protocol.Kind, string)) (hello *protocol.Hello, _ *zap.Logger, done func(), ok bool) {
+	deadline := time.Now().Add(helloTimeout)
+	stream.SetReadDeadline(deadline)
+	b, err := f.ReadFrameMax(protocol.MaxHelloFrame)
 	stream.SetReadDeadline(time.Time{})
 	fail := func(k protocol.Kind, text string) {
 		log.Warn("refusing agent", zap.Stringer("kind", k), zap.String("reason", text))
@@ -272,19 +288,38 @@ func (m *Master) readHello(f *protocol.Framer, stream *quic.Stream, log *zap.Log
 		closeConn(k, text)
 	}
 	if err != nil {
+		if protocol.KindOf(err) == protocol.KindTooLarge {
+			err = fmt.Errorf("%w (grains that do not fit go in a Grains message once the key is accepted: upgrade the agent)", err)
+		}
 		fail(protocol.KindOf(err), "reading hello: "+err.Error())
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
-	hello, ok := msg.(*protocol.Hello)
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case m.hellos <- struct{}{}:
+	case <-t.C:
+		fail(protocol.KindRateLimited, "the master is busy with other agents' hellos; try again later")
+		return nil, nil, nil, false
+	}
+	release := func() { <-m.hellos }
+	msg, err := protocol.Decode(b)
+	if err != nil {
+		release()
+		fail(protocol.KindOf(err), "reading hello: "+err.Error())
+		return nil, nil, nil, false
+	}
+	hello, ok = msg.(*protocol.Hello)
 	if !ok {
+		release()
 		fail(protocol.KindUnexpected, "first message must be hello, got "+msg.Type().String())
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	log = log.With(zap.String("id", hello.ID))
 	if ce := log.Check(zap.DebugLevel, "recv"); ce != nil {
 		ce.Write(zap.String("msg", "hello"), zap.String("version", hello.Version))
 	}
-	return hello, log, true
+	return hello, log, sync.OnceFunc(release), true
 }
 
 // admit runs the key store on the Hello of s, whose pub is the agent's key
@@ -331,6 +366,9 @@ func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, v
 		auth["relay"] = via
 	}
 	m.bus.Publish(event.TagAuth, auth)
+	if hello.Relay && via == "" && dec.Status == protocol.KeyAccepted && !m.relayAllowed(hello.ID) {
+		return fail(protocol.KindForbidden, "agent "+hello.ID+" may not act as a relay: the master's relay_allow does not list it")
+	}
 	status := &protocol.KeyStatus{Status: dec.Status, MasterID: m.name, Caps: protocol.CapabilityVersion}
 	if via != "" {
 		status.MasterKey = m.id.Pub

@@ -48,6 +48,7 @@ type Master struct {
 
 	minions *registry
 	relays  relays           // connected relays' links (relays.go)
+	hellos  chan struct{}    // helloSlots (agents.go)
 	reactor masterReactor    // see reactor.go
 	engines *engines.Manager // see engines.go
 
@@ -69,6 +70,7 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 		closing: make(chan struct{}),
 	}
 	m.relays.sem = make(chan struct{}, relayAdmit)
+	m.hellos = make(chan struct{}, helloSlots)
 	m.jids.UTC = cfg.UTCJID
 	m.jids.Node, m.jids.HasNode = jidNode(cfg), true
 	id, created, err := protocol.LoadOrCreateIdentity(cfg.PkiDir, "master")

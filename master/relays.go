@@ -35,6 +35,20 @@ const maxRelayStreams = 1 << 14
 // instead of in the key store.
 const relayAdmit = 64
 
+// relayAllowed reports whether the agent id may open a relay link: the
+// master's relay_allow lists it, by id or glob. A relay carries its
+// devices' Hellos and sees which devices exist and when they talk; it
+// cannot forge what they send (MACs with keys it cannot compute) but may
+// delay or drop it, so only agents the operator named are relays.
+func (m *Master) relayAllowed(id string) bool {
+	for _, p := range m.cfg.RelayAllow {
+		if p == id || targets.MatchGlob(p, id) {
+			return true
+		}
+	}
+	return false
+}
+
 // relayLink is a connected relay's link.
 type relayLink struct {
 	id   string
@@ -204,13 +218,14 @@ func (m *Master) serveRelayed(ctx context.Context, l *relayLink, stream *quic.St
 	defer release()
 	log := l.ctrl.log.With(zap.String("relay", l.id))
 	f := protocol.NewFramer(stream, m.maxFrame())
-	hello, log, ok := m.readHello(f, stream, log, func(k protocol.Kind, _ string) {
+	hello, log, done, ok := m.readHello(f, stream, log, func(k protocol.Kind, _ string) {
 		stream.Close()
 		stream.CancelRead(quic.StreamErrorCode(k))
 	})
 	if !ok {
 		return
 	}
+	defer done()
 	s := &session{
 		id: hello.ID, pub: hello.Pub, conn: l.ctrl.conn, stream: stream, f: f,
 		out: make(chan []byte, sendQueue), done: make(chan struct{}),
@@ -242,6 +257,7 @@ func (m *Master) serveRelayed(ctx context.Context, l *relayLink, stream *quic.St
 	if !m.admit(ctx, s, hello, l.id, register) {
 		return
 	}
+	done()
 	release()
 	m.runSession(ctx, s, hello)
 }

@@ -43,6 +43,14 @@ func NewFramer(rw io.ReadWriter, maxFrame int) *Framer {
 // ReadFrame reads one frame body. A frame over the limit is a *ProtoError of
 // KindTooLarge and the stream cannot be used after it.
 func (f *Framer) ReadFrame() ([]byte, error) {
+	return f.ReadFrameMax(f.max)
+}
+
+// ReadFrameMax is ReadFrame with a lower limit for this one frame (the
+// Framer's limit if limit is larger): for the first message of a
+// connection, which comes before the peer's key is checked (MaxHelloFrame).
+func (f *Framer) ReadFrameMax(limit int) ([]byte, error) {
+	limit = min(limit, f.max)
 	var hdr [4]byte
 	if _, err := io.ReadFull(f.r, hdr[:]); err != nil {
 		return nil, err
@@ -51,8 +59,8 @@ func (f *Framer) ReadFrame() ([]byte, error) {
 	if n == 0 {
 		return nil, Errorf(KindMalformed, "empty frame")
 	}
-	if uint64(n) > uint64(f.max) {
-		return nil, Errorf(KindTooLarge, "frame of %d bytes, limit %d", n, f.max)
+	if uint64(n) > uint64(limit) {
+		return nil, Errorf(KindTooLarge, "frame of %d bytes, limit %d", n, limit)
 	}
 	// The buffer grows with the bytes that actually arrive, so a peer that
 	// announces a large frame and sends nothing more holds only frameChunk.

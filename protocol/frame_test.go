@@ -102,6 +102,34 @@ func TestFrameLimit(t *testing.T) {
 			t.Errorf("WriteFrame at the limit: got %v, want success", err)
 		}
 	})
+	t.Run("read over a lower limit for one frame", func(t *testing.T) {
+		for _, tc := range []struct {
+			n, framer, one int
+			kind           Kind // KindOther: read
+		}{
+			{n: MaxHelloFrame + 1, framer: DefaultMaxFrame, one: MaxHelloFrame, kind: KindTooLarge},
+			{n: 3_900_000, framer: DefaultMaxFrame, one: MaxHelloFrame, kind: KindTooLarge},
+			{n: MaxHelloFrame, framer: DefaultMaxFrame, one: MaxHelloFrame},
+			// A larger limit for one frame does not raise the Framer's.
+			{n: limit + 1, framer: limit, one: DefaultMaxFrame, kind: KindTooLarge},
+		} {
+			if tc.kind == KindTooLarge {
+				f := NewFramer(rw{&headerOnly{t: t, hdr: header(uint32(tc.n))}, io.Discard}, tc.framer)
+				_, err := f.ReadFrameMax(tc.one)
+				wantKind(t, err, KindTooLarge)
+				continue
+			}
+			body := append([]byte{byte(TypePing)}, make([]byte, tc.n-1)...)
+			f := NewFramer(rw{bytes.NewReader(append(append(header(uint32(tc.n)), body...), append(header(uint32(tc.n)), body...)...)), io.Discard}, tc.framer)
+			if got, err := f.ReadFrameMax(tc.one); err != nil || len(got) != tc.n {
+				t.Errorf("ReadFrameMax(%d) of %d bytes: got %d bytes, %v; want them all", tc.one, tc.n, len(got), err)
+			}
+			// The next frame has the Framer's limit again.
+			if got, err := f.ReadFrame(); err != nil || len(got) != tc.n {
+				t.Errorf("ReadFrame after ReadFrameMax: got %d bytes, %v; want %d", len(got), err, tc.n)
+			}
+		}
+	})
 	t.Run("smallest limit", func(t *testing.T) {
 		// A limit under MinMaxFrameLimit is raised to it.
 		var buf bytes.Buffer

@@ -51,3 +51,31 @@ func ValidID(id string) error {
 	}
 	return nil
 }
+
+// MaxHelloFrame is the largest Hello frame a master or relay reads. A
+// Hello comes before the sender's key is checked, and its CBOR decodes to
+// up to some 70 times its size (empty maps), so it is read with this limit
+// rather than the connection's frame limit (max_frame), before anything is
+// allocated for it. Grains that do not fit follow in a Grains message once
+// the key is accepted (EncodeHello).
+const MaxHelloFrame = 64 << 10
+
+// EncodeHello encodes h as it is sent: the Hello's frame body, and, when h
+// with its grains would not fit MaxHelloFrame, a Grains message's frame
+// body to send once the master has accepted the key (the Hello then goes
+// without its grains). late is nil when the grains fit in the Hello.
+func EncodeHello(h *Hello) (hello, late []byte, err error) {
+	hello, err = Encode(h)
+	if err != nil || len(hello) <= MaxHelloFrame || h.Grains == nil {
+		return hello, nil, err
+	}
+	bare := *h
+	bare.Grains = nil
+	if hello, err = Encode(&bare); err != nil {
+		return nil, nil, err
+	}
+	if late, err = Encode(&Grains{Grains: h.Grains}); err != nil {
+		return nil, nil, err
+	}
+	return hello, late, nil
+}

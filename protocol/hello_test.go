@@ -3,6 +3,8 @@ package protocol
 import (
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestHelloRoundTrip(t *testing.T) {
@@ -14,6 +16,55 @@ func TestHelloRoundTrip(t *testing.T) {
 		{ID: strings.Repeat("x", MaxIDLen), Version: "", Caps: 0},
 	} {
 		roundTrip(t, m)
+	}
+}
+
+func TestEncodeHello(t *testing.T) {
+	big := map[string]any{"blob": strings.Repeat("g", MaxHelloFrame)}
+	small := map[string]any{"os": "Debian"}
+	for _, tc := range []struct {
+		name     string
+		grains   map[string]any
+		wantLate bool
+	}{
+		{"no grains", nil, false},
+		{"small grains in the hello", small, false},
+		{"large grains after", big, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &Hello{ID: "d1", Version: "1", Caps: CapabilityVersion, Grains: tc.grains, KX: make([]byte, 32)}
+			hb, late, err := EncodeHello(h)
+			if err != nil {
+				t.Fatalf("EncodeHello: %v", err)
+			}
+			if len(hb) > MaxHelloFrame {
+				t.Errorf("hello frame of %d bytes, want at most %d", len(hb), MaxHelloFrame)
+			}
+			if got := late != nil; got != tc.wantLate {
+				t.Fatalf("late grains: got %v, want %v", got, tc.wantLate)
+			}
+			if h.Grains == nil && tc.grains != nil {
+				t.Errorf("EncodeHello changed the caller's Hello")
+			}
+			m, err := Decode(hb)
+			if err != nil {
+				t.Fatalf("Decode(hello): %v", err)
+			}
+			got := m.(*Hello).Grains
+			if late != nil {
+				if got != nil {
+					t.Errorf("hello grains: got %d keys, want none when they follow", len(got))
+				}
+				gm, err := Decode(late)
+				if err != nil {
+					t.Fatalf("Decode(grains): %v", err)
+				}
+				got = gm.(*Grains).Grains
+			}
+			if diff := cmp.Diff(tc.grains, got); diff != "" {
+				t.Errorf("grains received (-sent +got):\n%s", diff)
+			}
+		})
 	}
 }
 

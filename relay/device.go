@@ -35,9 +35,15 @@ type device struct {
 	acked    uint64
 	ackSince atomic.Int64
 
-	mu       sync.Mutex
-	hello    *protocol.Hello // as forwarded (with Pub), grains kept current
-	up       *sender         // its stream on the link; nil while the link is down
+	mu    sync.Mutex
+	hello *protocol.Hello // as forwarded (with Pub), grains kept current once accepted
+	// Until the master accepts the device's key, its Hello waits as the
+	// frames to forward (protocol.EncodeHello: fwdLate holds the grains
+	// that did not fit), and hello has no grains: an unauthenticated
+	// device costs the relay its bytes, not their decoding.
+	fwdHello, fwdLate []byte
+
+	up       *sender // its stream on the link; nil while the link is down
 	upStream *quic.Stream
 	batch    *batcher // the link's, while up is set, if the master takes batches
 
@@ -46,6 +52,43 @@ type device struct {
 	lost    bool
 
 	once sync.Once
+}
+
+// upHello returns the frames that open d's session upstream: its Hello,
+// and the Grains to send once the master accepted it (nil: none).
+func (d *device) upHello() (hello, late []byte, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fwdHello != nil {
+		return d.fwdHello, d.fwdLate, nil
+	}
+	return protocol.EncodeHello(d.hello)
+}
+
+// acceptedNow marks d accepted by the master: its grains are decoded from
+// the frames it was forwarded with, for the relay's targeting.
+func (d *device) acceptedNow() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fwdHello != nil {
+		b := d.fwdHello
+		if d.fwdLate != nil {
+			b = d.fwdLate
+		}
+		msg, err := protocol.Decode(b)
+		if err != nil {
+			return fmt.Errorf("decode the device's grains: %w", err)
+		}
+		switch msg := msg.(type) {
+		case *protocol.Hello:
+			d.hello.Grains = msg.Grains
+		case *protocol.Grains:
+			d.hello.Grains = msg.Grains
+		}
+		d.fwdHello, d.fwdLate = nil, nil
+	}
+	d.accepted.Store(true)
+	return nil
 }
 
 func (d *device) grains() map[string]any {
@@ -153,16 +196,17 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 		}
 		conn.CloseWithError(quic.ApplicationErrorCode(k), text)
 	}
-	stream.SetReadDeadline(time.Now().Add(handshakeTimeout))
-	msg, err := f.Read()
+	deadline := time.Now().Add(handshakeTimeout)
+	stream.SetReadDeadline(deadline)
+	b, err := f.ReadFrameMax(protocol.MaxHelloFrame)
 	stream.SetReadDeadline(time.Time{})
 	if err != nil {
 		refuse(protocol.KindOf(err), "reading hello: "+err.Error())
 		return
 	}
-	hello, ok := msg.(*protocol.Hello)
-	if !ok {
-		refuse(protocol.KindUnexpected, "first message must be hello, got "+msg.Type().String())
+	hello, fwd, late, err := r.decodeHello(b, pub, deadline)
+	if err != nil {
+		refuse(protocol.KindOf(err), err.Error())
 		return
 	}
 	log = log.With(zap.String("device", hello.ID))
@@ -177,33 +221,41 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 		refuse(protocol.KindWrongID, "a device may not use the relay's own id")
 		return
 	}
-	hello.Pub = pub
-	d := &device{id: hello.ID, pub: pub, conn: conn, hello: hello, log: log,
+	d := &device{id: hello.ID, pub: pub, conn: conn, hello: hello, fwdHello: fwd, fwdLate: late, log: log,
 		limit: newBucket(r.conf.EventRate, r.conf.EventBurst)}
 	d.down = newSender(stream, &r.wg, func() { d.close(protocol.KindRateLimited, "device does not keep up") })
 
-	// One device per id: a reconnecting device replaces its old
-	// connection; another key under the same id is refused.
+	// One device per id, and only a device whose key the master accepted
+	// holds one: until it answers, a device holds nothing (it counts
+	// against max_devices), so a stranger who presents a device's id with
+	// another key, connecting again and again, never keeps the device
+	// out. While the device is connected here, with the key the master
+	// accepted, another key under its id is refused at once. Otherwise
+	// the master decides; a device's new connection replaces its old
+	// one once accepted (below), and of two keys that race for an id, the
+	// one the master accepts wins.
 	r.mu.Lock()
-	old := r.devices[hello.ID]
-	switch {
-	case old != nil && !old.pub.Equal(pub):
+	if old := r.devices[hello.ID]; old != nil && !old.pub.Equal(pub) {
 		r.mu.Unlock()
 		r.droppedDevices.Add(1)
 		refuse(protocol.KindWrongID, "id "+hello.ID+" is connected here with another key")
 		r.event(r.deviceTag(hello.ID, "refused"), map[string]any{"reason": "id claimed by another key",
 			"finger": protocol.Fingerprint(pub)})
 		return
-	case old == nil && len(r.devices) >= r.conf.MaxDevices:
+	}
+	if r.devices[hello.ID] == nil && len(r.devices)+r.handshaking >= r.conf.MaxDevices {
 		r.mu.Unlock()
 		refuse(protocol.KindRateLimited, "relay full (max_devices)")
 		return
 	}
-	r.devices[hello.ID] = d
+	r.handshaking++
 	r.mu.Unlock()
-	if old != nil {
-		old.close(protocol.KindOther, "replaced by a new connection")
-	}
+	handshook := sync.OnceFunc(func() {
+		r.mu.Lock()
+		r.handshaking--
+		r.mu.Unlock()
+	})
+	defer handshook()
 	defer func() {
 		d.close(protocol.KindOther, "")
 		r.mu.Lock()
@@ -249,7 +301,23 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 		}
 		return
 	}
-	d.accepted.Store(true)
+	if err := d.acceptedNow(); err != nil {
+		us.CancelRead(0)
+		us.Close()
+		refuse(protocol.KindMalformed, err.Error())
+		return
+	}
+	// The id is this device's now: the master accepted its key. Another
+	// connection under it (this device's previous one, or another key the
+	// master accepted before) is replaced.
+	r.mu.Lock()
+	old := r.devices[d.id]
+	r.devices[d.id] = d
+	r.mu.Unlock()
+	handshook()
+	if old != nil {
+		old.close(protocol.KindOther, "replaced by a new connection")
+	}
 	if err := r.store.saveHello(d); err != nil {
 		log.Debug("keep the device's hello for a restart", zap.Error(err))
 	}
@@ -257,6 +325,43 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 	log.Info("device connected")
 	r.event(r.deviceTag(d.id, "connected"), map[string]any{"id": d.id, "finger": protocol.Fingerprint(pub)})
 	r.readDevice(d, f)
+}
+
+// helloSlots bounds the devices' Hellos the relay decodes at once. A
+// Hello comes before the device's key is checked; it is at most
+// protocol.MaxHelloFrame bytes on the wire but decodes to up to some 70
+// times that. Each is encoded again at once into the frames to forward
+// (what a device waiting for the master costs the relay), so a slot is
+// held for microseconds.
+const helloSlots = 4
+
+// decodeHello decodes a device's Hello frame b in one of the relay's
+// helloSlots, waiting for one until deadline, and returns it without its
+// grains, with pub (the device's TLS key) set, and the frames to forward
+// upstream (protocol.EncodeHello).
+func (r *Relay) decodeHello(b []byte, pub ed25519.PublicKey, deadline time.Time) (hello *protocol.Hello, fwd, late []byte, err error) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case r.hellos <- struct{}{}:
+	case <-t.C:
+		return nil, nil, nil, protocol.Errorf(protocol.KindRateLimited, "the relay is busy with other devices' hellos; try again later")
+	}
+	defer func() { <-r.hellos }()
+	msg, err := protocol.Decode(b)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("reading hello: %w", err)
+	}
+	hello, ok := msg.(*protocol.Hello)
+	if !ok {
+		return nil, nil, nil, protocol.Errorf(protocol.KindUnexpected, "first message must be hello, got %s", msg.Type())
+	}
+	hello.Pub = pub
+	if fwd, late, err = protocol.EncodeHello(hello); err != nil {
+		return nil, nil, nil, fmt.Errorf("forward hello: %w", err)
+	}
+	hello.Grains = nil
+	return hello, fwd, late, nil
 }
 
 // readDevice forwards what a device sends until it goes. A device that

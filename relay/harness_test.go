@@ -85,6 +85,13 @@ type testMaster struct {
 
 func startMaster(t *testing.T, autoAccept bool) *testMaster {
 	t.Helper()
+	return startMasterWith(t, autoAccept, nil)
+}
+
+// startMasterWith is startMaster; setup may change the configuration
+// before the master starts.
+func startMasterWith(t *testing.T, autoAccept bool, setup func(*config.Master)) *testMaster {
+	t.Helper()
 	dir := t.TempDir()
 	cfg := config.DefaultMaster()
 	cfg.RootDir = dir
@@ -97,6 +104,10 @@ func startMaster(t *testing.T, autoAccept bool) *testMaster {
 	cfg.Timeout = 10
 	cfg.AutoAccept = autoAccept
 	cfg.Raw = map[string]any{"id": "testmaster"}
+	cfg.RelayAllow = []string{"r1", "r2", "evil"} // evil: the hand-made relay of batch_test.go
+	if setup != nil {
+		setup(cfg)
+	}
 	tm := &testMaster{cfg: cfg, sock: cfg.SocketPath()}
 	tm.boot(t)
 	return tm

@@ -52,7 +52,12 @@ func (r *Relay) linkLoop(ctx context.Context) error {
 		if time.Since(start) > time.Minute {
 			backoff = time.Second
 		}
-		r.log.Info("upstream link ended", zap.String("master", addr), zap.Error(err), zap.Duration("retry_in_max", backoff))
+		if protocol.KindOf(err) == protocol.KindForbidden {
+			r.log.Error("the master refuses this agent as a relay: list its id in the master's relay_allow",
+				zap.String("master", addr), zap.Error(err), zap.Duration("retry_in_max", backoff))
+		} else {
+			r.log.Info("upstream link ended", zap.String("master", addr), zap.Error(err), zap.Duration("retry_in_max", backoff))
+		}
 		wait := time.Duration(rand.Int64N(int64(backoff)) + int64(100*time.Millisecond))
 		backoff = min(backoff*2, maxBackoff)
 		select {
@@ -99,6 +104,12 @@ func (r *Relay) runLink(ctx context.Context, addr string) error {
 	msg, err := f.Read()
 	stream.SetReadDeadline(time.Time{})
 	if err != nil {
+		var ae *quic.ApplicationError
+		if errors.As(err, &ae) && ae.Remote {
+			// The master closed the connection, its Error frame lost
+			// to the close: the close carries its kind.
+			return fmt.Errorf("master refused the link: %w", &protocol.ProtoError{Kind: protocol.Kind(ae.ErrorCode), Msg: ae.ErrorMessage})
+		}
 		return fmt.Errorf("read link key status: %w", err)
 	}
 	var caps uint32
@@ -264,11 +275,12 @@ func (r *Relay) openUp(ctx context.Context, l *link, d *device) (*quic.Stream, *
 		return nil, nil, nil, fmt.Errorf("open device stream: %w", err)
 	}
 	f := protocol.NewFramer(s, protocol.DefaultMaxFrame)
-	s.SetWriteDeadline(time.Now().Add(handshakeTimeout))
-	d.mu.Lock()
-	err = f.Write(d.hello)
-	d.mu.Unlock()
-	s.SetWriteDeadline(time.Time{})
+	hb, late, err := d.upHello()
+	if err == nil {
+		s.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+		err = f.WriteFrame(hb)
+		s.SetWriteDeadline(time.Time{})
+	}
 	if err != nil {
 		s.CancelRead(0)
 		s.CancelWrite(0)
@@ -281,6 +293,17 @@ func (r *Relay) openUp(ctx context.Context, l *link, d *device) (*quic.Stream, *
 		s.CancelRead(0)
 		s.CancelWrite(0)
 		return nil, nil, nil, fmt.Errorf("read key status: %w", err)
+	}
+	if st, ok := msg.(*protocol.KeyStatus); ok && st.Status == protocol.KeyAccepted && late != nil {
+		// Grains too large for a Hello, before anything else.
+		s.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+		err = f.WriteFrame(late)
+		s.SetWriteDeadline(time.Time{})
+		if err != nil {
+			s.CancelRead(0)
+			s.CancelWrite(0)
+			return nil, nil, nil, fmt.Errorf("forward grains: %w", err)
+		}
 	}
 	return s, f, msg, nil
 }

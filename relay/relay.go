@@ -42,7 +42,11 @@ type Relay struct {
 	addr  net.Addr
 
 	mu      sync.RWMutex
-	devices map[string]*device
+	devices map[string]*device // accepted by the master, by id
+	// handshaking counts the devices whose Hello waits for the master's
+	// answer; with devices, bounded by max_devices.
+	handshaking int
+	hellos      chan struct{} // helloSlots (device.go)
 
 	link  atomic.Pointer[link]
 	store *store
@@ -86,6 +90,7 @@ func New(o Options) (*Relay, error) {
 		o: o, conf: c, log: o.Log,
 		ready:   make(chan struct{}),
 		devices: make(map[string]*device),
+		hellos:  make(chan struct{}, helloSlots),
 		store:   newStore(o.Config.RelaySpoolDir(), int64(c.SpoolMax), o.Log),
 		admit:   newBucket(c.Admit, c.Admit),
 		// A burst of a quarter second's worth: a device that was

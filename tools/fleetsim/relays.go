@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/tools/fleet"
 )
 
@@ -453,7 +454,8 @@ func runMasterChild(root string) error {
 	if a := os.Getenv("FLEETSIM_MASTER_PPROF"); a != "" {
 		go http.ListenAndServe(a, nil)
 	}
-	m, err := fleet.StartMaster(root, nil)
+	// fleet.StartRelays names its relays relay-00, relay-01...
+	m, err := fleet.StartMaster(root, func(c *config.Master) { c.RelayAllow = []string{"relay-*"} })
 	if err != nil {
 		return err
 	}
