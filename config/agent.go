@@ -100,7 +100,7 @@ var agentRole = &role[Agent]{
 	other: "master",
 	options: map[string]func(*Agent, value) error{
 		"root_dir": func(a *Agent, v value) error { return v.str(&a.RootDir) },
-		"id":       func(a *Agent, v value) error { return v.str(&a.ID) },
+		"id":       func(a *Agent, v value) error { return v.id(&a.ID) },
 		"master": func(a *Agent, v value) error {
 			if err := v.strList(&a.Master, false); err != nil {
 				return err
