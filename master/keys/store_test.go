@@ -510,11 +510,11 @@ func TestLoadFromDisk(t *testing.T) {
 		"minions_pre/web2":           string(protocol.EncodePublicKey(k2)),
 		"minions_denied/" + "a\x01b": string(protocol.EncodePublicKey(k2)), // an id we refuse
 		// Ids valid before ValidID refused Salt's match characters.
-		"minions_pre/cam9,evil":  string(protocol.EncodePublicKey(k2)),
-		"minions_pre/web*":       string(protocol.EncodePublicKey(k2)),
-		"minions/-L":             string(protocol.EncodePublicKey(k1)),
-		"minions_rejected/web 2": string(protocol.EncodePublicKey(k1)),
-		"minions_pre/subdir/web3":    string(protocol.EncodePublicKey(k2)),
+		"minions_pre/cam9,evil":   string(protocol.EncodePublicKey(k2)),
+		"minions_pre/web*":        string(protocol.EncodePublicKey(k2)),
+		"minions/-L":              string(protocol.EncodePublicKey(k1)),
+		"minions_rejected/web 2":  string(protocol.EncodePublicKey(k1)),
+		"minions_pre/subdir/web3": string(protocol.EncodePublicKey(k2)),
 	}
 	writeTree(t, dir, files)
 	s, err := Open(dir, Options{Log: zaptest.NewLogger(t)})
@@ -756,7 +756,9 @@ func TestDict(t *testing.T) {
 	}{
 		{"accept one id", func() ([]string, error) { return f.s.AcceptDict(Dict{DirPending: {"cam9"}}, false, false) },
 			[]string{"cam9"}, []Change{{"cam9", ActAccept, "pending", "accepted"}}},
-		{"accept a glob: no such id", func() ([]string, error) { return f.s.AcceptDict(Dict{DirPending: {"cam*", "*", "cam9,evil"}}, true, true) },
+		{"accept a glob: no such id", func() ([]string, error) {
+			return f.s.AcceptDict(Dict{DirPending: {"cam*", "*", "cam9,evil"}}, true, true)
+		},
 			[]string{}, nil},
 		{"accept an id of another state", func() ([]string, error) { return f.s.AcceptDict(Dict{DirRejected: {"evil"}}, true, true) },
 			[]string{}, nil},
