@@ -151,7 +151,7 @@ const (
 	// haliteMasterRawOptions are Halite's own master options that the
 	// parts using them read from Master.Raw.
 	haliteMasterRawOptions = "reactor_max_depth returner_queue_max max_frame"
-	haliteMasterOptions    = "jid_node interface port auto_accept autosign_file autoreject_file autosign_grains_dir keep_jobs timeout worker_threads utc_jid nodegroups reactor_worker_threads reactor_worker_hwm reactor_max_depth returner_queue_max max_frame file_roots pillar_roots master_job_cache event_return"
+	haliteMasterOptions    = "jid_node interface port auto_accept autosign_file autoreject_file autosign_grains_dir keep_jobs timeout worker_threads utc_jid nodegroups reactor_worker_threads reactor_worker_hwm reactor_max_depth returner_queue_max max_frame file_roots pillar_roots master_job_cache event_return max_pending_keys new_keys_per_address"
 )
 
 // LoadAgent reads dir/agent, then dir/agent.d/*.conf in lexical order, over

@@ -77,7 +77,8 @@ func TestMasterDefaults(t *testing.T) {
 	}
 	m := DefaultMaster()
 	if m.Port != 4506 || m.Interface != "0.0.0.0" || m.KeepJobs != 24 || m.Timeout != 5 ||
-		m.PkiDir != "/etc/halite/pki/master" || m.MasterJobCache != "local_cache" || m.LogLevel != "warning" {
+		m.PkiDir != "/etc/halite/pki/master" || m.MasterJobCache != "local_cache" || m.LogLevel != "warning" ||
+		m.MaxPendingKeys != 10000 || m.NewKeysPerAddress != 60 {
 		t.Errorf("DefaultMaster() got %+v, want Salt's defaults", m)
 	}
 }
@@ -142,6 +143,7 @@ func TestMasterOptions(t *testing.T) {
 		{"reactor workers", "reactor_worker_threads: 2\nreactor_worker_hwm: 50\nworker_threads: 3\n", func(m *Master) {
 			m.ReactorWorkerThreads, m.ReactorWorkerHwm, m.WorkerThreads = 2, 50, 3
 		}},
+		{"new key limits", "max_pending_keys: 500\nnew_keys_per_address: 0\n", func(m *Master) { m.MaxPendingKeys, m.NewKeysPerAddress = 500, 0 }},
 		{"job cache", "master_job_cache: pgjsonb\nutc_jid: True\n", func(m *Master) { m.MasterJobCache, m.UTCJID = "pgjsonb", true }},
 	}
 	for _, tt := range tests {
@@ -380,6 +382,10 @@ func TestErrors(t *testing.T) {
 			`D/master:1: keep_jobs: expected an integer, got a list`},
 		{"negative", map[string]string{"master": "keep_jobs: -1\n"}, false,
 			`D/master:1: keep_jobs: expected a non-negative integer, got -1`},
+		{"max_pending_keys negative", map[string]string{"master": "port: 4506\nmax_pending_keys: -5\n"}, false,
+			`D/master:2: max_pending_keys: expected a non-negative integer, got -5`},
+		{"new_keys_per_address text", map[string]string{"master": "new_keys_per_address: lots\n"}, false,
+			`D/master:1: new_keys_per_address: expected an integer, got "lots"`},
 		{"port range", map[string]string{"master": "port: 70000\n"}, false,
 			`D/master:1: port: expected a port number from 1 to 65535, got 70000`},
 		{"bool", map[string]string{"master": "# c\nauto_accept: maybe\n"}, false,
