@@ -40,6 +40,8 @@ type Master struct {
 	id    *protocol.Identity
 	name  string // the master's id
 	keys  *keys.Store
+	// newKeys bounds the keys of unknown ids per source (newkeys.go).
+	newKeys *newKeyLimiter
 	cache *jobcache.Cache
 	rets  *retState // returners (returners.go)
 	bus   *event.Bus
@@ -87,11 +89,13 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 		AutoAccept:     cfg.AutoAccept,
 		AutosignFile:   cfg.AutosignFile,
 		AutorejectFile: cfg.AutorejectFile,
+		MaxPending:     cfg.MaxPendingKeys,
 		Log:            log.Named("keys"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open key store: %w", err)
 	}
+	m.newKeys = newNewKeyLimiter(cfg.NewKeysPerAddress, log.Named("newkeys"))
 	if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
 		return nil, fmt.Errorf("make cachedir: %w", err)
 	}
