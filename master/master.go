@@ -35,17 +35,17 @@ var services []func(m *Master, ctx context.Context) error
 
 // Master is a running Halite master. Make it with New, start it with Run.
 type Master struct {
-	cfg   *config.Master
-	log   *zap.Logger
-	id    *protocol.Identity
-	name  string // the master's id
-	keys  *keys.Store
+	cfg  *config.Master
+	log  *zap.Logger
+	id   *protocol.Identity
+	name string // the master's id
+	keys *keys.Store
 	// newKeys bounds the keys of unknown ids per source (newkeys.go).
 	newKeys *newKeyLimiter
-	cache *jobcache.Cache
-	rets  *retState // returners (returners.go)
-	bus   *event.Bus
-	jids  event.JIDGen
+	cache   *jobcache.Cache
+	rets    *retState // returners (returners.go)
+	bus     *event.Bus
+	jids    event.JIDGen
 
 	minions *registry
 	relays  relays           // connected relays' links (relays.go)
