@@ -572,6 +572,14 @@ func (s *Store) Finger(glob string) (map[string]map[string]string, error) {
 	return out, nil
 }
 
+// Matches reports whether id matches Salt's key match expression: a glob
+// or comma-separated globs (salt/key.py Key.name_match), as Accept, Reject,
+// Delete and Finger read it. An empty expression matches nothing.
+func Matches(expr, id string) bool {
+	globs, err := splitGlobs(expr)
+	return err == nil && len(matching(map[string]ed25519.PublicKey{id: nil}, globs)) == 1
+}
+
 // splitGlobs splits salt-key's comma-separated match expression.
 func splitGlobs(glob string) ([]string, error) {
 	var out []string
