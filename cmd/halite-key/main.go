@@ -2,9 +2,12 @@
 //
 //	halite-key -L | -l STATE | -a GLOB | -A | -r GLOB | -R | -d GLOB | -D | -f GLOB | -F [-y] [--out json]
 //
-// Its output is salt-key's, with one addition: a pending key that came
+// Its output is salt-key's, with two additions: a pending key that came
 // through a relay is marked with it ("d1 (via r1)"; with --out, a "relays"
-// map of id to relay beside Salt's lists).
+// map of id to relay beside Salt's lists), and -L lists key files whose
+// names are not valid agent ids (kept from before the id rule; the master
+// refuses them) under "Invalid Keys" ("invalid" with --out). As salt-key,
+// -a, -r and -d act on exactly the keys they showed before asking.
 package main
 
 import (
