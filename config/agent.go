@@ -100,7 +100,7 @@ var agentRole = &role[Agent]{
 	other: "master",
 	options: map[string]func(*Agent, value) error{
 		"root_dir": func(a *Agent, v value) error { return v.str(&a.RootDir) },
-		"id":       func(a *Agent, v value) error { return v.str(&a.ID) },
+		"id":       func(a *Agent, v value) error { return v.id(&a.ID) },
 		"master": func(a *Agent, v value) error {
 			if err := v.strList(&a.Master, false); err != nil {
 				return err
@@ -151,7 +151,7 @@ const (
 	// haliteMasterRawOptions are Halite's own master options that the
 	// parts using them read from Master.Raw.
 	haliteMasterRawOptions = "reactor_max_depth returner_queue_max max_frame"
-	haliteMasterOptions    = "jid_node interface port auto_accept autosign_file autoreject_file autosign_grains_dir keep_jobs timeout worker_threads utc_jid nodegroups reactor_worker_threads reactor_worker_hwm reactor_max_depth returner_queue_max max_frame file_roots pillar_roots master_job_cache event_return relay_allow"
+	haliteMasterOptions    = "jid_node interface port auto_accept autosign_file autoreject_file autosign_grains_dir keep_jobs timeout worker_threads utc_jid nodegroups reactor_worker_threads reactor_worker_hwm reactor_max_depth returner_queue_max max_frame file_roots pillar_roots master_job_cache event_return relay_allow max_pending_keys new_keys_per_address"
 )
 
 // LoadAgent reads dir/agent, then dir/agent.d/*.conf in lexical order, over

@@ -77,7 +77,8 @@ func TestMasterDefaults(t *testing.T) {
 	}
 	m := DefaultMaster()
 	if m.Port != 4506 || m.Interface != "0.0.0.0" || m.KeepJobs != 24 || m.Timeout != 5 ||
-		m.PkiDir != "/etc/halite/pki/master" || m.MasterJobCache != "local_cache" || m.LogLevel != "warning" {
+		m.PkiDir != "/etc/halite/pki/master" || m.MasterJobCache != "local_cache" || m.LogLevel != "warning" ||
+		m.MaxPendingKeys != 10000 || m.NewKeysPerAddress != 60 {
 		t.Errorf("DefaultMaster() got %+v, want Salt's defaults", m)
 	}
 }
@@ -142,6 +143,7 @@ func TestMasterOptions(t *testing.T) {
 		{"reactor workers", "reactor_worker_threads: 2\nreactor_worker_hwm: 50\nworker_threads: 3\n", func(m *Master) {
 			m.ReactorWorkerThreads, m.ReactorWorkerHwm, m.WorkerThreads = 2, 50, 3
 		}},
+		{"new key limits", "max_pending_keys: 500\nnew_keys_per_address: 0\n", func(m *Master) { m.MaxPendingKeys, m.NewKeysPerAddress = 500, 0 }},
 		{"job cache", "master_job_cache: pgjsonb\nutc_jid: True\n", func(m *Master) { m.MasterJobCache, m.UTCJID = "pgjsonb", true }},
 		{"relay_allow string", "relay_allow: 'relay-*'\n", func(m *Master) { m.RelayAllow = []string{"relay-*"} }},
 		{"relay_allow list", "relay_allow:\n  - r1\n  - 'gw[0-9]'\n", func(m *Master) { m.RelayAllow = []string{"r1", "gw[0-9]"} }},
@@ -382,6 +384,10 @@ func TestErrors(t *testing.T) {
 			`D/master:1: keep_jobs: expected an integer, got a list`},
 		{"negative", map[string]string{"master": "keep_jobs: -1\n"}, false,
 			`D/master:1: keep_jobs: expected a non-negative integer, got -1`},
+		{"max_pending_keys negative", map[string]string{"master": "port: 4506\nmax_pending_keys: -5\n"}, false,
+			`D/master:2: max_pending_keys: expected a non-negative integer, got -5`},
+		{"new_keys_per_address text", map[string]string{"master": "new_keys_per_address: lots\n"}, false,
+			`D/master:1: new_keys_per_address: expected an integer, got "lots"`},
 		{"port range", map[string]string{"master": "port: 70000\n"}, false,
 			`D/master:1: port: expected a port number from 1 to 65535, got 70000`},
 		{"bool", map[string]string{"master": "# c\nauto_accept: maybe\n"}, false,
@@ -438,6 +444,14 @@ func TestErrors(t *testing.T) {
 			`D/agent:1: file_client: expected one of remote, local, got "ftp"`},
 		{"agent grains", map[string]string{"agent": "id: x\ngrains: 5\n"}, true,
 			`D/agent:2: grains: expected a mapping, got "5"`},
+		{"agent id with a comma", map[string]string{"agent": "master: m1\n\nid: cam9,evil\n"}, true,
+			`D/agent:3: id: id "cam9,evil" has ',' at byte 4: ids may not hold / \ * ? [ ] or ,`},
+		{"agent id glob", map[string]string{"agent.d/a.conf": "id: 'cam*'\n"}, true,
+			`D/agent.d/a.conf:1: id: id "cam*" has '*' at byte 3: ids may not hold / \ * ? [ ] or ,`},
+		{"agent id flag", map[string]string{"agent": "id: -L\n"}, true,
+			`D/agent:1: id: id "-L" starts with '-'`},
+		{"agent id space", map[string]string{"agent": "id: 'cam 9'\n"}, true,
+			`D/agent:1: id: id "cam 9" has a control, format or space character at byte 3`},
 		{"agent master_port", map[string]string{"agent": "master_port: 4506x\n"}, true,
 			`D/agent:1: master_port: expected an integer, got "4506x"`},
 	}

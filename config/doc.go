@@ -10,6 +10,7 @@
 // line. Options Halite does not know are reported as Warnings and kept in
 // Raw; Salt options it does not use yet are accepted silently.
 //
-// It imports only the standard library, zap and go.yaml.in/yaml/v3, so the
-// static agent binary can carry it.
+// It imports only the standard library, zap, go.yaml.in/yaml/v3 and
+// protocol (whose ValidID is the rule for the id option), all of which the
+// static agent binary carries anyway.
 package config

@@ -23,13 +23,22 @@ type Master struct {
 	AutosignFile      string `yaml:"autosign_file"`
 	AutorejectFile    string `yaml:"autoreject_file"`
 	AutosignGrainsDir string `yaml:"autosign_grains_dir"`
-	KeepJobs          int    `yaml:"keep_jobs"` // hours
-	Timeout           int    `yaml:"timeout"`   // seconds, the CLI's default wait
+	// MaxPendingKeys (Halite's max_pending_keys) caps the keys waiting in
+	// minions_pre: a Hello that would add one more is refused. 0: no cap.
+	MaxPendingKeys int `yaml:"max_pending_keys"`
+	// NewKeysPerAddress (Halite's new_keys_per_address) is how many keys
+	// of ids the master does not know one source address (an IPv6 /64)
+	// may present a minute, in bursts of as many; more are refused until
+	// the rate allows. Devices behind a relay are not counted (the relay
+	// limits its own). 0: no limit.
+	NewKeysPerAddress int `yaml:"new_keys_per_address"`
 	// GatherJobTimeout (seconds, Salt's gather_job_timeout): once a job's
 	// timeout has passed, minions that have not returned are asked
 	// (saltutil.find_job) whether they still run it, every
 	// gather_job_timeout, and waited for while they do.
 	GatherJobTimeout int  `yaml:"gather_job_timeout"`
+	KeepJobs         int  `yaml:"keep_jobs"` // hours
+	Timeout          int  `yaml:"timeout"`   // seconds, the CLI's default wait
 	WorkerThreads    int  `yaml:"worker_threads"`
 	UTCJID           bool `yaml:"utc_jid"` // job ids in UTC rather than local time
 	// JIDNode (Halite's jid_node, 0 to 999) ends every job id, so that the
@@ -75,6 +84,8 @@ func DefaultMaster() *Master {
 		GatherJobTimeout:     10,
 		WorkerThreads:        5,
 		JIDNode:              -1,
+		MaxPendingKeys:       10000,
+		NewKeysPerAddress:    60,
 		LogLevel:             "warning",
 		LogFile:              "/var/log/halite/master",
 		ReactorWorkerThreads: 10,
@@ -104,21 +115,23 @@ func newMasterRole() *role[Master] {
 		name:  "master",
 		other: "agent",
 		options: map[string]func(*Master, value) error{
-			"root_dir":            func(m *Master, v value) error { return v.str(&m.RootDir) },
-			"interface":           func(m *Master, v value) error { return v.str(&m.Interface) },
-			"port":                func(m *Master, v value) error { return v.port(&m.Port) },
-			"pki_dir":             func(m *Master, v value) error { return v.str(&m.PkiDir) },
-			"cachedir":            func(m *Master, v value) error { return v.str(&m.CacheDir) },
-			"sock_dir":            func(m *Master, v value) error { return v.str(&m.SockDir) },
-			"auto_accept":         func(m *Master, v value) error { return v.bool(&m.AutoAccept) },
-			"autosign_file":       func(m *Master, v value) error { return v.str(&m.AutosignFile) },
-			"autoreject_file":     func(m *Master, v value) error { return v.str(&m.AutorejectFile) },
-			"autosign_grains_dir": func(m *Master, v value) error { return v.str(&m.AutosignGrainsDir) },
-			"keep_jobs":           func(m *Master, v value) error { return v.count(&m.KeepJobs) },
-			"timeout":             func(m *Master, v value) error { return v.count(&m.Timeout) },
-			"gather_job_timeout":  func(m *Master, v value) error { return v.count(&m.GatherJobTimeout) },
-			"worker_threads":      func(m *Master, v value) error { return v.count(&m.WorkerThreads) },
-			"utc_jid":             func(m *Master, v value) error { return v.bool(&m.UTCJID) },
+			"root_dir":             func(m *Master, v value) error { return v.str(&m.RootDir) },
+			"interface":            func(m *Master, v value) error { return v.str(&m.Interface) },
+			"port":                 func(m *Master, v value) error { return v.port(&m.Port) },
+			"pki_dir":              func(m *Master, v value) error { return v.str(&m.PkiDir) },
+			"cachedir":             func(m *Master, v value) error { return v.str(&m.CacheDir) },
+			"sock_dir":             func(m *Master, v value) error { return v.str(&m.SockDir) },
+			"auto_accept":          func(m *Master, v value) error { return v.bool(&m.AutoAccept) },
+			"autosign_file":        func(m *Master, v value) error { return v.str(&m.AutosignFile) },
+			"autoreject_file":      func(m *Master, v value) error { return v.str(&m.AutorejectFile) },
+			"autosign_grains_dir":  func(m *Master, v value) error { return v.str(&m.AutosignGrainsDir) },
+			"max_pending_keys":     func(m *Master, v value) error { return v.count(&m.MaxPendingKeys) },
+			"new_keys_per_address": func(m *Master, v value) error { return v.count(&m.NewKeysPerAddress) },
+			"keep_jobs":            func(m *Master, v value) error { return v.count(&m.KeepJobs) },
+			"timeout":              func(m *Master, v value) error { return v.count(&m.Timeout) },
+			"gather_job_timeout":   func(m *Master, v value) error { return v.count(&m.GatherJobTimeout) },
+			"worker_threads":       func(m *Master, v value) error { return v.count(&m.WorkerThreads) },
+			"utc_jid":              func(m *Master, v value) error { return v.bool(&m.UTCJID) },
 			"jid_node": func(m *Master, v value) error {
 				i, err := v.integer()
 				if err == nil && (i < 0 || i > 999) {

@@ -1,11 +1,14 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/halite-fleet/halite/protocol"
 )
 
 // value is one option's YAML value, handed to the option's setter. The
@@ -56,6 +59,23 @@ func describe(n *yaml.Node) string {
 }
 
 func (v value) node() *yaml.Node { return resolve(v.n) }
+
+// id sets dst to an agent id that passes protocol.ValidID.
+func (v value) id(dst *string) error {
+	var s string
+	if err := v.str(&s); err != nil {
+		return err
+	}
+	if err := protocol.ValidID(s); err != nil {
+		var pe *protocol.ProtoError
+		if errors.As(err, &pe) {
+			return errors.New(pe.Msg)
+		}
+		return err
+	}
+	*dst = s
+	return nil
+}
 
 func (v value) str(dst *string) error {
 	n := v.node()

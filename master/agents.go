@@ -190,10 +190,14 @@ func (s *session) isClosed() bool {
 	}
 }
 
-func (s *session) close(k protocol.Kind, msg string) {
+func (s *session) close(k protocol.Kind, msg string) { s.end(k, msg, true) }
+
+// end is close; warn false leaves the warning out, for refusals that are
+// counted and logged elsewhere.
+func (s *session) end(k protocol.Kind, msg string, warn bool) {
 	s.once.Do(func() {
 		close(s.done)
-		if k != protocol.KindShutdown && k != protocol.KindOther {
+		if warn && k != protocol.KindShutdown && k != protocol.KindOther {
 			s.log.Warn("dropping agent", zap.Stringer("kind", k), zap.String("reason", msg))
 		}
 		// Tell the agent why, best effort, then close.
@@ -348,8 +352,22 @@ func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, v
 			return fail(protocol.KindBadSig, err.Error())
 		}
 	}
+	// A key for an id the store does not know makes a new file: direct
+	// connections are bounded per source address (a relay bounds its own
+	// devices), and the store bounds pending keys.
+	if via == "" && !m.keys.Known(hello.ID) && !m.newKeys.allow(s.conn.RemoteAddr()) {
+		m.newKeys.refused(protocol.KindRateLimited, s.conn.RemoteAddr(), hello.ID)
+		s.end(protocol.KindRateLimited, "too many new keys from this address (new_keys_per_address); try again later", false)
+		return false
+	}
 	dec, err := m.keys.Check(hello.ID, s.pub, via)
 	if err != nil {
+		var pe *protocol.ProtoError
+		if errors.As(err, &pe) && pe.Kind == protocol.KindPendingFull {
+			m.newKeys.refused(pe.Kind, s.conn.RemoteAddr(), hello.ID)
+			s.end(pe.Kind, pe.Msg, false)
+			return false
+		}
 		return fail(protocol.KindOther, "key store: "+err.Error())
 	}
 	// Salt's salt/auth (_auth in salt/channel/server.py): result is True

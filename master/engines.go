@@ -186,7 +186,7 @@ func (m *Master) stalekeyPass(env *engines.Env, seen map[string]time.Time, expir
 	}
 	sort.Strings(stale)
 	for _, id := range stale {
-		if _, err := m.deleteKeys(id); err != nil {
+		if err := m.deleteKey(id); err != nil {
 			env.Log.Warn("stalekey: delete key", zap.String("id", id), zap.Error(err))
 			continue
 		}

@@ -35,16 +35,18 @@ var services []func(m *Master, ctx context.Context) error
 
 // Master is a running Halite master. Make it with New, start it with Run.
 type Master struct {
-	cfg   *config.Master
-	log   *zap.Logger
-	id    *protocol.Identity
-	name  string // the master's id
-	keys  *keys.Store
-	cache *jobcache.Cache
-	rets  *retState // returners (returners.go)
-	held  heldState // returns not stored yet (held.go)
-	bus   *event.Bus
-	jids  event.JIDGen
+	cfg  *config.Master
+	log  *zap.Logger
+	id   *protocol.Identity
+	name string // the master's id
+	keys *keys.Store
+	// newKeys bounds the keys of unknown ids per source (newkeys.go).
+	newKeys *newKeyLimiter
+	cache   *jobcache.Cache
+	rets    *retState // returners (returners.go)
+	held    heldState // returns not stored yet (held.go)
+	bus     *event.Bus
+	jids    event.JIDGen
 
 	minions *registry
 	relays  relays           // connected relays' links (relays.go)
@@ -90,11 +92,13 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 		AutoAccept:     cfg.AutoAccept,
 		AutosignFile:   cfg.AutosignFile,
 		AutorejectFile: cfg.AutorejectFile,
+		MaxPending:     cfg.MaxPendingKeys,
 		Log:            log.Named("keys"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open key store: %w", err)
 	}
+	m.newKeys = newNewKeyLimiter(cfg.NewKeysPerAddress, log.Named("newkeys"))
 	if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
 		return nil, fmt.Errorf("make cachedir: %w", err)
 	}

@@ -60,6 +60,11 @@ func newRegistry(dir string, log *zap.Logger) (*registry, error) {
 		if filepath.Ext(name) != ".grains" {
 			continue
 		}
+		id := name[:len(name)-len(".grains")]
+		if err := protocol.ValidID(id); err != nil {
+			log.Warn("cached grains under an invalid id; ignored", zap.String("file", name), zap.Error(err))
+			continue
+		}
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			log.Warn("read cached grains", zap.String("file", name), zap.Error(err))
@@ -70,7 +75,7 @@ func newRegistry(dir string, log *zap.Logger) (*registry, error) {
 			log.Warn("cached grains unreadable", zap.String("file", name), zap.Error(err))
 			continue
 		}
-		r.grains[name[:len(name)-len(".grains")]] = indexGrains(g)
+		r.grains[id] = indexGrains(g)
 	}
 	return r, nil
 }

@@ -1,9 +1,14 @@
 package master
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"go.uber.org/zap/zaptest"
+
+	"github.com/halite-fleet/halite/protocol"
 )
 
 // TestRegistryResumedSession: a relayed device's session resumed with the
@@ -64,5 +69,36 @@ func TestRegistryResumedSession(t *testing.T) {
 	s = sess("d1", link, "k1")
 	if r.attach(s); s.handled != 0 {
 		t.Errorf("after forget: handled %d, want 0", s.handled)
+	}
+}
+
+// TestRegistryGrainsLongestID: the grains of an id of protocol.MaxIDLen
+// bytes are saved (as <id>.grains, through <id>.grains.tmp: MaxIDLen leaves
+// room for the suffix within a file name's 255 bytes) and read back; cached
+// grains under an id that is not valid are not loaded.
+func TestRegistryGrainsLongestID(t *testing.T) {
+	dir := t.TempDir()
+	r, err := newRegistry(dir, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", protocol.MaxIDLen)
+	r.setGrains(long, map[string]any{"os": "Debian"})
+	if _, err := os.Stat(filepath.Join(dir, long+".grains")); err != nil {
+		t.Fatalf("grains of a %d-byte id: %v", len(long), err)
+	}
+	b, _ := protocol.Marshal(map[string]any{"os": "Evil"})
+	if err := os.WriteFile(filepath.Join(dir, "cam9,evil.grains"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := newRegistry(dir, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r2.grains[long].m["os"]; got != "Debian" {
+		t.Errorf("grains read back: got os %v, want Debian", got)
+	}
+	if _, ok := r2.grains["cam9,evil"]; ok || len(r2.grains) != 1 {
+		t.Errorf("grains loaded: got %d ids, want only the valid one", len(r2.grains))
 	}
 }

@@ -307,7 +307,7 @@ func (m *Master) runManageDown(_ context.Context, req *api.Request) (any, error)
 	}
 	if remove {
 		for _, id := range down {
-			if _, err := m.deleteKeys(id); err != nil {
+			if err := m.deleteKey(id); err != nil {
 				return nil, err
 			}
 		}

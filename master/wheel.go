@@ -16,18 +16,86 @@ import (
 
 func globOrEqual(pattern, s string) bool { return targets.MatchGlob(pattern, s) }
 
+// keyMatch reads the match argument of the key functions that take Salt's
+// match expression (salt/key.py Key.name_match): a glob, comma-separated
+// globs, or a list of globs. A list item holding ',' is refused: Salt reads
+// it as one glob, which no id (they hold no ',') can match, and joined
+// here it would be read as two.
+func (a *args) keyMatch() (string, error) {
+	v, ok := a.get(0, "match")
+	if !ok {
+		return "", badRequest("%s: missing required argument %q", a.req.Fun, "match")
+	}
+	switch v := v.(type) {
+	case string:
+		return v, nil
+	case []any:
+		parts := make([]string, 0, len(v))
+		for _, it := range v {
+			s, ok := it.(string)
+			if !ok || s == "" || strings.Contains(s, ",") {
+				return "", badRequest("%s: each item of a match list must be one glob, got %v", a.req.Fun, it)
+			}
+			parts = append(parts, s)
+		}
+		if len(parts) == 0 {
+			return "", badRequest("%s: empty match list", a.req.Fun)
+		}
+		return strings.Join(parts, ","), nil
+	case map[string]any:
+		return "", badRequest("%s: match must be a glob or a list of globs, got a dictionary (see %s_dict)", a.req.Fun, a.req.Fun)
+	}
+	return fmt.Sprint(v), nil
+}
+
+// keyDict reads the match argument of the _dict key functions: Salt's
+// match_dict, key state directory to a list of exact ids.
+func (a *args) keyDict() (keys.Dict, error) {
+	v, ok := a.get(0, "match")
+	if !ok {
+		return nil, badRequest("%s: missing required argument %q", a.req.Fun, "match")
+	}
+	in, ok := v.(map[string]any)
+	if !ok {
+		return nil, badRequest("%s: match must be a dictionary of key state to ids, got %T", a.req.Fun, v)
+	}
+	d := make(keys.Dict, len(in))
+	for state, ids := range in {
+		switch state {
+		case keys.DirAccepted, keys.DirPending, keys.DirRejected, keys.DirDenied:
+		default:
+			return nil, badRequest("%s: unknown key state %q (minions, minions_pre, minions_rejected or minions_denied)", a.req.Fun, state)
+		}
+		l, ok := ids.([]any)
+		if !ok {
+			return nil, badRequest("%s: %s must be a list of ids, got %T", a.req.Fun, state, ids)
+		}
+		for _, id := range l {
+			s, ok := id.(string)
+			if !ok {
+				return nil, badRequest("%s: %s: ids must be strings, got %T", a.req.Fun, state, id)
+			}
+			d[state] = append(d[state], s)
+		}
+	}
+	return d, nil
+}
+
 // wheel are the master's wheel functions, by name: key management as
 // Salt's wheel key module.
 func (m *Master) wheel() map[string]callFunc {
 	return map[string]callFunc{
-		"key.list_all":   m.wheelListAll,
-		"key.list":       m.wheelList,
-		"key.accept":     m.wheelAccept,
-		"key.reject":     m.wheelReject,
-		"key.delete":     m.wheelDelete,
-		"key.finger":     m.wheelFinger,
-		"key.gen":        m.wheelGen,
-		"key.gen_accept": m.wheelGenAccept,
+		"key.list_all":    m.wheelListAll,
+		"key.list":        m.wheelList,
+		"key.accept":      m.wheelAccept,
+		"key.accept_dict": m.wheelAcceptDict,
+		"key.reject":      m.wheelReject,
+		"key.reject_dict": m.wheelRejectDict,
+		"key.delete":      m.wheelDelete,
+		"key.delete_dict": m.wheelDeleteDict,
+		"key.finger":      m.wheelFinger,
+		"key.gen":         m.wheelGen,
+		"key.gen_accept":  m.wheelGenAccept,
 		"key.finger_master": func(context.Context, *api.Request) (any, error) {
 			return map[string]any{"local": map[string]any{"master.pub": m.Fingerprint()}}, nil
 		},
@@ -47,7 +115,20 @@ func (m *Master) wheelListAll(context.Context, *api.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return m.withRelays(stringLists(all), all[keys.DirPending]), nil
+	return m.withInvalid(m.withRelays(stringLists(all), all[keys.DirPending])), nil
+}
+
+// withInvalid adds to a key listing, under keys.InvalidKey, the key files
+// whose names are not valid ids (keys.Store.Invalid), if there are any.
+func (m *Master) withInvalid(out map[string]any) map[string]any {
+	if inv := m.keys.Invalid(); len(inv) > 0 {
+		l := make(map[string]any, len(inv))
+		for dir, names := range inv {
+			l[dir] = toAnyList(names)
+		}
+		out[keys.InvalidKey] = l
+	}
+	return out
 }
 
 // withRelays adds to a key listing, under keys.RelaysKey, the relay each
@@ -86,7 +167,7 @@ func (m *Master) wheelList(_ context.Context, req *api.Request) (any, error) {
 		return nil, err
 	}
 	if state == "all" {
-		return m.withRelays(stringLists(all), all[keys.DirPending]), nil
+		return m.withInvalid(m.withRelays(stringLists(all), all[keys.DirPending])), nil
 	}
 	k, ok := keyStates[strings.ToLower(state)]
 	if !ok {
@@ -101,7 +182,7 @@ func (m *Master) wheelList(_ context.Context, req *api.Request) (any, error) {
 
 func (m *Master) wheelAccept(_ context.Context, req *api.Request) (any, error) {
 	a := &args{req: req}
-	match, err := a.str(0, "match", true)
+	match, err := a.keyMatch()
 	if err != nil {
 		return nil, err
 	}
@@ -117,16 +198,20 @@ func (m *Master) wheelAccept(_ context.Context, req *api.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.accepted(ids)
+	return map[string]any{"minions": toAnyList(ids)}, nil
+}
+
+func (m *Master) accepted(ids []string) {
 	for _, id := range ids {
 		m.bus.Publish(event.TagKey, map[string]any{"id": id, "act": "accept", "result": true})
 		m.dropMinion(id, "accepted key replaced")
 	}
-	return map[string]any{"minions": toAnyList(ids)}, nil
 }
 
 func (m *Master) wheelReject(_ context.Context, req *api.Request) (any, error) {
 	a := &args{req: req}
-	match, err := a.str(0, "match", true)
+	match, err := a.keyMatch()
 	if err != nil {
 		return nil, err
 	}
@@ -142,16 +227,20 @@ func (m *Master) wheelReject(_ context.Context, req *api.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.rejected(ids)
+	return map[string]any{"minions_rejected": toAnyList(ids)}, nil
+}
+
+func (m *Master) rejected(ids []string) {
 	for _, id := range ids {
 		m.bus.Publish(event.TagKey, map[string]any{"id": id, "act": "reject", "result": true})
 		m.dropMinion(id, "key rejected")
 	}
-	return map[string]any{"minions_rejected": toAnyList(ids)}, nil
 }
 
 func (m *Master) wheelDelete(_ context.Context, req *api.Request) (any, error) {
 	a := &args{req: req}
-	match, err := a.str(0, "match", true)
+	match, err := a.keyMatch()
 	if err != nil {
 		return nil, err
 	}
@@ -162,17 +251,91 @@ func (m *Master) wheelDelete(_ context.Context, req *api.Request) (any, error) {
 	return map[string]any{"minions": toAnyList(ids)}, nil
 }
 
+// wheelAcceptDict is Salt's key.accept_dict: accept exactly the keys named,
+// as salt-key does with the keys it showed before asking.
+func (m *Master) wheelAcceptDict(_ context.Context, req *api.Request) (any, error) {
+	a := &args{req: req}
+	d, err := a.keyDict()
+	if err != nil {
+		return nil, err
+	}
+	inclRej, err := a.boolean(1, "include_rejected")
+	if err != nil {
+		return nil, err
+	}
+	inclDen, err := a.boolean(2, "include_denied")
+	if err != nil {
+		return nil, err
+	}
+	ids, err := m.keys.AcceptDict(d, inclRej, inclDen)
+	if err != nil {
+		return nil, err
+	}
+	m.accepted(ids)
+	return map[string]any{"minions": toAnyList(ids)}, nil
+}
+
+// wheelRejectDict is Salt's key.reject_dict.
+func (m *Master) wheelRejectDict(_ context.Context, req *api.Request) (any, error) {
+	a := &args{req: req}
+	d, err := a.keyDict()
+	if err != nil {
+		return nil, err
+	}
+	inclAcc, err := a.boolean(1, "include_accepted")
+	if err != nil {
+		return nil, err
+	}
+	inclDen, err := a.boolean(2, "include_denied")
+	if err != nil {
+		return nil, err
+	}
+	ids, err := m.keys.RejectDict(d, inclAcc, inclDen)
+	if err != nil {
+		return nil, err
+	}
+	m.rejected(ids)
+	return map[string]any{"minions_rejected": toAnyList(ids)}, nil
+}
+
+// wheelDeleteDict is Salt's key.delete_dict.
+func (m *Master) wheelDeleteDict(_ context.Context, req *api.Request) (any, error) {
+	a := &args{req: req}
+	d, err := a.keyDict()
+	if err != nil {
+		return nil, err
+	}
+	ids, err := m.keys.DeleteDict(d)
+	m.deleted(ids)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"minions": toAnyList(ids)}, nil
+}
+
+// deleteKeys deletes the keys whose ids match Salt's match expression.
 func (m *Master) deleteKeys(match string) ([]string, error) {
 	ids, err := m.keys.Delete(match)
 	if err != nil {
 		return nil, err
 	}
+	m.deleted(ids)
+	return ids, nil
+}
+
+// deleteKey deletes the keys of exactly id, in every state.
+func (m *Master) deleteKey(id string) error {
+	ids, err := m.keys.DeleteDict(keys.EveryState(id))
+	m.deleted(ids)
+	return err
+}
+
+func (m *Master) deleted(ids []string) {
 	for _, id := range ids {
 		m.bus.Publish(event.TagKey, map[string]any{"id": id, "act": "delete", "result": true})
 		m.dropMinion(id, "key deleted")
 		m.minions.forget(id)
 	}
-	return ids, nil
 }
 
 // dropMinion closes a minion's connection when the key it connected with
@@ -190,7 +353,7 @@ func (m *Master) dropMinion(id, why string) {
 
 func (m *Master) wheelFinger(_ context.Context, req *api.Request) (any, error) {
 	a := &args{req: req}
-	match, err := a.str(0, "match", true)
+	match, err := a.keyMatch()
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +423,7 @@ func (m *Master) wheelGenAccept(ctx context.Context, req *api.Request) (any, err
 			return nil, err
 		}
 	}
-	if err := protocol.ValidID(id); err != nil || targets.HasGlobMeta(id) {
+	if err := protocol.ValidID(id); err != nil {
 		return nil, badRequest("key.gen_accept: %q is not a valid agent id", id)
 	}
 	force, err := a.boolean(2, "force")
@@ -279,7 +442,7 @@ func (m *Master) wheelGenAccept(ctx context.Context, req *api.Request) (any, err
 			if !force {
 				return map[string]any{}, nil
 			}
-			if _, err := m.deleteKeys(id); err != nil {
+			if err := m.deleteKey(id); err != nil {
 				return nil, err
 			}
 		}
@@ -295,7 +458,7 @@ func (m *Master) wheelGenAccept(ctx context.Context, req *api.Request) (any, err
 	if _, err := m.keys.Check(id, pub, ""); err != nil {
 		return nil, fmt.Errorf("key.gen_accept: %w", err)
 	}
-	if _, err := m.keys.Accept(id, false, false); err != nil {
+	if _, err := m.keys.AcceptDict(keys.Dict{keys.DirPending: {id}}, false, false); err != nil {
 		return nil, fmt.Errorf("key.gen_accept: %w", err)
 	}
 	if pk, ok := m.keys.AcceptedKey(id); !ok || !pk.Equal(pub) {

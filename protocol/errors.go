@@ -22,6 +22,7 @@ const (
 	KindVersion     Kind = 9  // incompatible protocol version
 	KindShutdown    Kind = 10 // the peer is going away
 	KindRateLimited Kind = 11 // the sender sent too much, too fast
+	KindPendingFull Kind = 12 // the master holds as many pending keys as it may (max_pending_keys)
 )
 
 var kindNames = [...]string{
@@ -37,6 +38,7 @@ var kindNames = [...]string{
 	KindVersion:     "version mismatch",
 	KindShutdown:    "shutting down",
 	KindRateLimited: "rate limited",
+	KindPendingFull: "too many pending keys",
 }
 
 func (k Kind) String() string {

@@ -32,7 +32,7 @@ func TestKindString(t *testing.T) {
 		want string
 	}{
 		{KindOther, "other"}, {KindMalformed, "malformed"}, {KindRateLimited, "rate limited"},
-		{Kind(12), "kind(12)"}, {Kind(65535), "kind(65535)"},
+		{KindPendingFull, "too many pending keys"}, {Kind(13), "kind(13)"}, {Kind(65535), "kind(65535)"},
 	} {
 		if got := tc.k.String(); got != tc.want {
 			t.Errorf("Kind(%d).String(): got %q, want %q", uint16(tc.k), got, tc.want)
@@ -46,7 +46,8 @@ func TestKindString(t *testing.T) {
 // TestKindCodes pins the wire numbers: they are append-only.
 func TestKindCodes(t *testing.T) {
 	codes := []Kind{KindOther, KindMalformed, KindTooLarge, KindUnknownType, KindBadSig, KindWrongID,
-		KindNotAccepted, KindForbidden, KindUnexpected, KindVersion, KindShutdown, KindRateLimited}
+		KindNotAccepted, KindForbidden, KindUnexpected, KindVersion, KindShutdown, KindRateLimited,
+		KindPendingFull}
 	for i, k := range codes {
 		if int(k) != i {
 			t.Errorf("%v: got code %d, want %d", k, k, i)

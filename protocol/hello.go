@@ -1,7 +1,17 @@
 package protocol
 
-// MaxIDLen is the longest agent id accepted.
-const MaxIDLen = 255
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxIDLen is the longest agent id accepted, in bytes. An id is a file name
+// on the master (pki_dir/minions/<id>, cachedir/minions/<id>.grains.tmp):
+// 255 bytes is the longest name of ext4, XFS, Btrfs, ZFS and tmpfs
+// (NAME_MAX); less the longest suffix the master adds to an id in a file
+// name (".grains.tmp", 11 bytes), rounded down to 240.
+const MaxIDLen = 240
 
 // Hello is the first message of a connection, agent to master: the id the
 // agent claims (its key comes from the TLS handshake), its version and
@@ -35,18 +45,64 @@ func (h *Hello) validate() error {
 	return ValidID(h.ID)
 }
 
-// ValidID checks an agent id: 1..MaxIDLen bytes, no control characters, no
-// '/' (ids appear in event tags and file names), and not "." or "..".
+// idForbidden are the characters no id may hold: path separators (Salt's
+// salt/utils/verify.py valid_id refuses '/', '\\' and NUL), and the
+// metacharacters of Salt's key and target matching: '*', '?', '[' and ']'
+// of its fnmatch globs, and ',' which salt/key.py Key.name_match splits a
+// match on. An id holding one of them, interpolated into a key match
+// (wheel key.accept match: {{ data['id'] }}) or a target, would select
+// other ids than itself.
+const idForbidden = "/\\*?[],"
+
+// idWords are ids refused whole: the operators of Salt's compound matcher
+// (salt/matchers/compound_match.py opers), which a target holding the id
+// would read as an operator.
+var idWords = [...]string{"and", "or", "not", "(", ")"}
+
+// ValidID checks an agent id. Salt's own rule (salt/utils/verify.py
+// valid_id: no '/', '\\' or NUL, and pki_dir/<id> must name a file right
+// under pki_dir, so not "" "." or "..") is the floor; an id must also be
+// usable as an exact name wherever Salt reads a pattern (key matches,
+// targets) and as a file name. So an id is 1 to MaxIDLen bytes of UTF-8
+// with:
+//   - no control, format (zero-width, bidirectional) or space characters;
+//   - none of / \ * ? [ ] , (see idForbidden);
+//   - no leading '.' (salt-key lists no file whose name starts with one),
+//     '-' (it would read as a flag of halite-key) or "..";
+//   - no engine prefix of Salt's compound matcher (G@ P@ I@ J@ L@ N@ S@ E@
+//     R@, or G, P, I, J with a delimiter: G|@), and not one of its
+//     operators (and, or, not, parentheses) as a whole.
+//
+// The error is a KindMalformed *ProtoError saying what is wrong.
 func ValidID(id string) error {
 	if id == "" || len(id) > MaxIDLen {
 		return Errorf(KindMalformed, "id must be 1 to %d bytes, got %d", MaxIDLen, len(id))
 	}
-	if id == "." || id == ".." {
-		return Errorf(KindMalformed, "id %q is not allowed", id)
+	bad := func(why string) error { return Errorf(KindMalformed, "id %q %s", id, why) }
+	if !utf8.ValidString(id) {
+		return bad("is not valid UTF-8")
 	}
-	for i := 0; i < len(id); i++ {
-		if c := id[i]; c < 0x20 || c == 0x7f || c == '/' || c == '\\' {
-			return Errorf(KindMalformed, "id %q has a forbidden character at byte %d", id, i)
+	for i, r := range id {
+		switch {
+		case unicode.IsControl(r) || unicode.IsSpace(r) || unicode.Is(unicode.Cf, r):
+			return Errorf(KindMalformed, "id %q has a control, format or space character at byte %d", id, i)
+		case r < utf8.RuneSelf && strings.ContainsRune(idForbidden, r):
+			return Errorf(KindMalformed, "id %q has %q at byte %d: ids may not hold / \\ * ? [ ] or ,", id, r, i)
+		}
+	}
+	switch {
+	case id[0] == '.':
+		return bad("starts with '.'")
+	case id[0] == '-':
+		return bad("starts with '-'")
+	case strings.Contains(id, ".."):
+		return bad("holds \"..\"")
+	case engineWord(id):
+		return bad("starts like a compound matcher term (X@)")
+	}
+	for _, w := range idWords {
+		if id == w {
+			return bad("is an operator of compound targets")
 		}
 	}
 	return nil
@@ -78,4 +134,21 @@ func EncodeHello(h *Hello) (hello, late []byte, err error) {
 		return nil, nil, err
 	}
 	return hello, late, nil
+}
+
+// engineWord reports whether w starts as an engine-prefixed word of Salt's
+// compound matcher (salt/utils/minions.py TARGET_REX): one of G P I J L N S
+// E R then '@', or one of G P I J, any one character (the delimiter) and '@'.
+func engineWord(w string) bool {
+	if len(w) < 2 || !strings.ContainsRune("GPIJLNSER", rune(w[0])) {
+		return false
+	}
+	if w[1] == '@' {
+		return true
+	}
+	if !strings.ContainsRune("GPIJ", rune(w[0])) {
+		return false
+	}
+	_, sz := utf8.DecodeRuneInString(w[1:])
+	return 1+sz < len(w) && w[1+sz] == '@'
 }

@@ -68,6 +68,11 @@ func TestEncodeHello(t *testing.T) {
 	}
 }
 
+// TestValidID: Salt's valid_id (salt/utils/verify.py: no '/', '\\', NUL;
+// not "", ".", "..") is the floor; ids that Salt's key matching
+// (salt/key.py Key.name_match: split on ',', then fnmatch) or compound
+// matcher (salt/matchers/compound_match.py, salt/utils/minions.py
+// TARGET_REX) would read as more than one exact name are refused too.
 func TestValidID(t *testing.T) {
 	for _, tc := range []struct {
 		id string
@@ -75,18 +80,62 @@ func TestValidID(t *testing.T) {
 	}{
 		{"web01", true},
 		{"web01.example.com", true},
-		{"dev-ice_1 name", true},
+		{"dev-ice_1", true},
 		{"ü", true},
+		{"user@host", true},
+		{"a.b.c", true},
+		{"Web01", true},
+		{"G", true},
+		{"Gx", true},
+		{"G-@x", false},
+		{"Land", true},
+		{"android", true},
+		{"x)", true},
+		{"fe80:1", true},
 		{strings.Repeat("x", MaxIDLen), true},
 		{"", false},
 		{strings.Repeat("x", MaxIDLen+1), false},
+		{strings.Repeat("é", MaxIDLen/2+1), false},
 		{".", false},
 		{"..", false},
+		{".hidden", false},
+		{"a..b", false},
 		{"a/b", false},
 		{`a\b`, false},
 		{"a\nb", false},
 		{"a\x00", false},
 		{"a\x7f", false},
+		{"a\u0085b", false}, // C1 control (NEL)
+		{"a\xff", false},    // not UTF-8
+		{"cam9,evil", false},
+		{"cam*", false},
+		{"cam?", false},
+		{"cam[1]", false},
+		{"cam]", false},
+		{"dev ice", false},
+		{"dev\tice", false},
+		{"dev\u00a0ice", false}, // no-break space
+		{"dev\u3000ice", false}, // ideographic space
+		{"dev\u200bice", false}, // zero-width space
+		{"dev\u202eice", false}, // right-to-left override
+		{"-L", false},
+		{"-", false},
+		{"G@os:Debian", false},
+		{"E@.*", false},
+		{"L@a", false},
+		{"I@x", false},
+		{"S@10.0.0.0", false},
+		{"P@os:D", false},
+		{"J@x", false},
+		{"N@group", false},
+		{"R@%x", false},
+		{"G|@os|Debian", false},
+		{"Pé@x", false},
+		{"and", false},
+		{"or", false},
+		{"not", false},
+		{"(", false},
+		{")", false},
 	} {
 		err := ValidID(tc.id)
 		if got := err == nil; got != tc.ok {
@@ -99,7 +148,7 @@ func TestValidID(t *testing.T) {
 }
 
 func TestHelloDecodeRefusesBadID(t *testing.T) {
-	for _, id := range []string{"", "../etc", "a\x00b"} {
+	for _, id := range []string{"", "../etc", "a\x00b", "cam9,evil", "cam*", "-L", "G@os:x", "a b"} {
 		b, err := Encode(&Hello{ID: id, Version: "1"})
 		if err != nil {
 			t.Fatalf("Encode: %v", err)

@@ -2,9 +2,12 @@
 //
 //	halite-key -L | -l STATE | -a GLOB | -A | -r GLOB | -R | -d GLOB | -D | -f GLOB | -F [-y] [--out json]
 //
-// Its output is salt-key's, with one addition: a pending key that came
+// Its output is salt-key's, with two additions: a pending key that came
 // through a relay is marked with it ("d1 (via r1)"; with --out, a "relays"
-// map of id to relay beside Salt's lists).
+// map of id to relay beside Salt's lists), and -L lists key files whose
+// names are not valid agent ids (kept from before the id rule; the master
+// refuses them) under "Invalid Keys" ("invalid" with --out). As salt-key,
+// -a, -r and -d act on exactly the keys they showed before asking.
 package main
 
 import (
@@ -23,7 +26,6 @@ import (
 	"github.com/halite-fleet/halite/internal/output"
 	"github.com/halite-fleet/halite/master/api"
 	"github.com/halite-fleet/halite/master/keys"
-	"github.com/halite-fleet/halite/targets"
 )
 
 type options struct {
@@ -203,7 +205,7 @@ func run(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writ
 		var ids []any
 		lst, _ := all[st].([]any)
 		for _, v := range lst {
-			if id, _ := v.(string); matchKey(o.match, id) {
+			if id, _ := v.(string); keys.Matches(o.match, id) {
 				ids = append(ids, id)
 			}
 		}
@@ -234,14 +236,23 @@ func run(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writ
 			return fmt.Errorf("no answer on standard input; give -y to %s keys without asking", o.action)
 		}
 	}
+	// Act on the keys shown, by their exact ids, as salt-key does (Salt
+	// 3006 salt/key.py KeyCLI.run passes match_dict): a key that came
+	// after the question, matching the glob too, is left alone.
+	shown := map[string]any{}
+	for _, st := range states {
+		if ids, ok := affected[st]; ok {
+			shown[st] = ids
+		}
+	}
 	var res map[string]any
 	switch o.action {
 	case "accept":
-		res, err = wheel("key.accept", o.match, o.inclRej, o.inclDen)
+		res, err = wheel("key.accept_dict", shown, o.inclRej, o.inclDen)
 	case "reject":
-		res, err = wheel("key.reject", o.match, o.inclAcc, o.inclDen)
+		res, err = wheel("key.reject_dict", shown, o.inclAcc, o.inclDen)
 	case "delete":
-		res, err = wheel("key.delete", o.match)
+		res, err = wheel("key.delete_dict", shown)
 	}
 	if err != nil {
 		return err
@@ -291,6 +302,18 @@ func printText(w io.Writer, res map[string]any) {
 			fmt.Fprintf(w, "%v%s\n", id, viaSuffix(h.key, fmt.Sprint(id), relays, " "))
 		}
 	}
+	// Key files whose names are not valid ids: the master refuses them
+	// and no command acts on them. Shown quoted, as directory/name, so
+	// that odd characters are visible.
+	if inv, _ := res[keys.InvalidKey].(map[string]any); len(inv) > 0 {
+		fmt.Fprintln(w, "Invalid Keys (refused; remove these files under pki_dir by hand):")
+		for _, dir := range sortedKeys(inv) {
+			lst, _ := inv[dir].([]any)
+			for _, name := range lst {
+				fmt.Fprintf(w, "%q\n", dir+"/"+fmt.Sprint(name))
+			}
+		}
+	}
 }
 
 // viaSuffix is what follows a pending id that came through a relay: sep
@@ -303,17 +326,6 @@ func viaSuffix(state, id string, relays map[string]any, sep string) string {
 		return sep + "(via " + fmt.Sprint(r) + ")"
 	}
 	return ""
-}
-
-// matchKey reports whether id matches salt-key's match expression: a glob
-// or a comma-separated list of globs, as the master's key store reads it.
-func matchKey(match, id string) bool {
-	for g := range strings.SplitSeq(match, ",") {
-		if g = strings.TrimSpace(g); g != "" && targets.MatchGlob(g, id) {
-			return true
-		}
-	}
-	return false
 }
 
 func sortedKeys(m map[string]any) []string {

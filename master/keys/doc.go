@@ -43,6 +43,21 @@
 //     matches it, to minions when auto_accept is set or autosign_file matches
 //     it, and to minions_pre otherwise.
 //
+// A new key that would go to pending while max_pending_keys keys are
+// pending already is refused (a protocol.KindPendingFull error); nothing is
+// written.
+//
+// Ids are file names and are checked by protocol.ValidID wherever they
+// enter: Check, and Open for the files found on disk. A key file found at
+// Open under a name that is not a valid id (one kept from before the rule
+// refused glob and list characters, say "cam9,evil") is not loaded: no
+// agent may use it and no operation acts on it; Invalid lists it, and the
+// operator removes the file by hand. Operations take Salt's match
+// expression (Accept, Reject, Delete, Finger: comma-separated globs, as
+// salt/key.py Key.name_match) or a Dict of exact ids (AcceptDict,
+// RejectDict, DeleteDict: Salt's match_dict), which the master uses
+// wherever one id, not a pattern, is meant.
+//
 // autosign_file and autoreject_file hold one expression per line ('#' starts
 // a comment line) matched as Salt's expr_match does: exact, then a shell glob,
 // then a regular expression anchored at both ends. A file that others (or the

@@ -32,6 +32,10 @@ const (
 // (and halite-key --out json) gives PendingVia: pending id -> relay id.
 const RelaysKey = "relays"
 
+// InvalidKey is the key beside Salt's four under which the master's wheel
+// (and halite-key) lists Invalid: key files whose names are not valid ids.
+const InvalidKey = "invalid"
+
 // Acts of a Decision and a Change: the "act" field of Salt's salt/auth and
 // salt/key events.
 const (
@@ -63,7 +67,11 @@ type Options struct {
 	AutoAccept     bool   // auto_accept
 	AutosignFile   string // autosign_file; "" for none
 	AutorejectFile string // autoreject_file; "" for none
-	Log            *zap.Logger
+	// MaxPending (max_pending_keys) caps the pending keys: a new key that
+	// would be written to pending beyond it is refused with a
+	// protocol.KindPendingFull error. 0: no cap.
+	MaxPending int
+	Log        *zap.Logger
 	// OnChange, when set, is called after each change made by Accept, Reject
 	// or Delete (one call per id and state left), in order, outside the
 	// store's lock: what Salt announces as salt/key events. Changes made by
@@ -100,6 +108,9 @@ type Store struct {
 	mu   sync.RWMutex
 	keys [numStates]map[string]ed25519.PublicKey // a nil key: a file that did not parse
 	via  map[string]string                       // pending id -> the relay its key came through
+	// invalid are the key files found at Open whose names are not valid
+	// ids (protocol.ValidID), by directory name: listed, never loaded.
+	invalid map[string][]string
 }
 
 // Open loads the key store under pkiDir, making its directories if needed.
@@ -115,12 +126,13 @@ func Open(pkiDir string, opts Options) (*Store, error) {
 		log:        log,
 		autosign:   newSigningFile(opts.AutosignFile, log),
 		autoreject: newSigningFile(opts.AutorejectFile, log),
+		invalid:    map[string][]string{},
 	}
 	if err := os.MkdirAll(pkiDir, 0o700); err != nil {
 		return nil, fmt.Errorf("open key store %s: %w", pkiDir, err)
 	}
 	for st := range numStates {
-		m, err := s.load(filepath.Join(pkiDir, stateDirs[st]))
+		m, err := s.load(st)
 		if err != nil {
 			return nil, fmt.Errorf("open key store %s: %w", pkiDir, err)
 		}
@@ -174,7 +186,8 @@ func (s *Store) loadVia() (map[string]string, error) {
 	return m, nil
 }
 
-func (s *Store) load(dir string) (map[string]ed25519.PublicKey, error) {
+func (s *Store) load(st state) (map[string]ed25519.PublicKey, error) {
+	dir := filepath.Join(s.dir, stateDirs[st])
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -199,7 +212,12 @@ func (s *Store) load(dir string) (map[string]ed25519.PublicKey, error) {
 			continue // as salt-key, which lists only plain, visible files
 		}
 		if err := protocol.ValidID(name); err != nil {
-			s.log.Warn("ignore key file with an invalid id", zap.String("dir", dir), zap.String("file", name), zap.Error(err))
+			// A key kept from before the id rule was what it is: no agent
+			// can say Hello with this id, and no key match may act on it.
+			// Listed (Invalid) so that the operator removes it by hand.
+			s.log.Warn("key file under an invalid id: refused, listed as invalid; remove it by hand",
+				zap.String("dir", dir), zap.String("file", name), zap.Error(err))
+			s.invalid[stateDirs[st]] = append(s.invalid[stateDirs[st]], name)
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(dir, name))
@@ -224,6 +242,32 @@ func (s *Store) AcceptedKey(id string) (ed25519.PublicKey, bool) {
 	pub := s.keys[accepted][id]
 	s.mu.RUnlock()
 	return pub, pub != nil
+}
+
+// Known reports whether id has a key in any state: a Hello for an id that
+// is not known would make a new key file.
+func (s *Store) Known(id string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for st := range numStates {
+		if _, ok := s.keys[st][id]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Invalid returns the key files found at Open whose names are not valid
+// ids, by directory name, each list sorted. They are refused: Check never
+// accepts them and no operation acts on them.
+func (s *Store) Invalid() map[string][]string {
+	out := make(map[string][]string, len(s.invalid))
+	for dir, names := range s.invalid {
+		names = slices.Clone(names)
+		sortIDs(names)
+		out[dir] = names
+	}
+	return out
 }
 
 // Check decides what to do with an agent that says Hello as id with the key
@@ -296,6 +340,10 @@ func (s *Store) Check(id string, pub ed25519.PublicKey, via string) (Decision, e
 		to, act = rejected, ActReject
 	case autoSign:
 		to, act = accepted, ActAccept
+	}
+	if to == pending && s.opts.MaxPending > 0 && len(s.keys[pending]) >= s.opts.MaxPending {
+		return Decision{}, protocol.Errorf(protocol.KindPendingFull,
+			"%d keys are pending, as many as max_pending_keys allows; accept, reject or delete some", len(s.keys[pending]))
 	}
 	if err := s.write(id, to, pub); err != nil {
 		return Decision{}, err
@@ -394,6 +442,63 @@ func (s *Store) Delete(glob string) ([]string, error) {
 	return s.moveMatching(glob, []state{accepted, pending, rejected, denied}, numStates, ActDelete)
 }
 
+// Dict names keys exactly, as Salt's match_dict (salt/key.py Key.accept,
+// reject and delete_key; the wheel's key.accept_dict): directory name
+// (DirAccepted, DirPending, ...) to ids. Its ids are compared exactly,
+// never as globs.
+type Dict map[string][]string
+
+// AcceptDict is Accept for the keys named in d: those listed under
+// DirPending (and DirRejected, DirDenied when asked) that are still there.
+func (s *Store) AcceptDict(d Dict, includeRejected, includeDenied bool) ([]string, error) {
+	from := []state{pending}
+	if includeRejected {
+		from = append(from, rejected)
+	}
+	if includeDenied {
+		from = append(from, denied)
+	}
+	return s.movePicked(d.pick, from, accepted, ActAccept)
+}
+
+// RejectDict is Reject for the keys named in d.
+func (s *Store) RejectDict(d Dict, includeAccepted, includeDenied bool) ([]string, error) {
+	from := []state{pending}
+	if includeAccepted {
+		from = append(from, accepted)
+	}
+	if includeDenied {
+		from = append(from, denied)
+	}
+	return s.movePicked(d.pick, from, rejected, ActReject)
+}
+
+// DeleteDict is Delete for the keys named in d, in the states it names them.
+func (s *Store) DeleteDict(d Dict) ([]string, error) {
+	return s.movePicked(d.pick, []state{accepted, pending, rejected, denied}, numStates, ActDelete)
+}
+
+// EveryState returns the Dict naming ids in every state.
+func EveryState(ids ...string) Dict {
+	d := make(Dict, numStates)
+	for _, dir := range stateDirs {
+		d[dir] = ids
+	}
+	return d
+}
+
+// pick returns the ids d names under st's directory that m holds, sorted.
+func (d Dict) pick(m map[string]ed25519.PublicKey, st state) []string {
+	var ids []string
+	for _, id := range d[stateDirs[st]] {
+		if _, ok := m[id]; ok && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	sortIDs(ids)
+	return ids
+}
+
 // moveMatching moves (or with to == numStates, deletes) the keys in the from
 // states whose ids match glob, in the order of from, as salt-key does.
 func (s *Store) moveMatching(glob string, from []state, to state, act string) ([]string, error) {
@@ -401,6 +506,13 @@ func (s *Store) moveMatching(glob string, from []state, to state, act string) ([
 	if err != nil {
 		return nil, err
 	}
+	return s.movePicked(func(m map[string]ed25519.PublicKey, _ state) []string { return matching(m, globs) }, from, to, act)
+}
+
+// movePicked moves (or with to == numStates, deletes) the keys that pick picks
+// in each of the from states, in the order of from.
+func (s *Store) movePicked(pick func(map[string]ed25519.PublicKey, state) []string, from []state, to state, act string) ([]string, error) {
+	var err error
 	var changes []Change
 	defer func() { s.notify(changes) }()
 
@@ -408,7 +520,7 @@ func (s *Store) moveMatching(glob string, from []state, to state, act string) ([
 	defer s.mu.Unlock()
 	done := []string{}
 	for _, st := range from {
-		for _, id := range matching(s.keys[st], globs) {
+		for _, id := range pick(s.keys[st], st) {
 			c := Change{ID: id, Act: act, From: stateNames[st]}
 			if to == numStates {
 				err = s.remove(id, st)
@@ -465,6 +577,14 @@ func (s *Store) Finger(glob string) (map[string]map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// Matches reports whether id matches Salt's key match expression: a glob
+// or comma-separated globs (salt/key.py Key.name_match), as Accept, Reject,
+// Delete and Finger read it. An empty expression matches nothing.
+func Matches(expr, id string) bool {
+	globs, err := splitGlobs(expr)
+	return err == nil && len(matching(map[string]ed25519.PublicKey{id: nil}, globs)) == 1
 }
 
 // splitGlobs splits salt-key's comma-separated match expression.

@@ -482,7 +482,8 @@ func TestIncludeDenied(t *testing.T) {
 
 func TestBadIDsAndKeys(t *testing.T) {
 	f := newFixture(t, Options{AutoAccept: true})
-	for _, id := range []string{"", ".", "..", "../etc/passwd", "a/b", `a\b`, "a\x00b", "a\nb", strings.Repeat("x", protocol.MaxIDLen+1)} {
+	for _, id := range []string{"", ".", "..", "../etc/passwd", "a/b", `a\b`, "a\x00b", "a\nb", strings.Repeat("x", protocol.MaxIDLen+1),
+		"cam9,evil", "cam*", "-L", "a b", "G@os:x"} {
 		if d, err := f.s.Check(id, newKey(t), ""); err == nil {
 			t.Errorf("Check(%q): got %+v, nil error, want an error", id, d)
 		}
@@ -513,7 +514,12 @@ func TestLoadFromDisk(t *testing.T) {
 		"minions_pre/.tmp-123":       "half written",
 		"minions_pre/web2":           string(protocol.EncodePublicKey(k2)),
 		"minions_denied/" + "a\x01b": string(protocol.EncodePublicKey(k2)), // an id we refuse
-		"minions_pre/subdir/web3":    string(protocol.EncodePublicKey(k2)),
+		// Ids valid before ValidID refused Salt's match characters.
+		"minions_pre/cam9,evil":   string(protocol.EncodePublicKey(k2)),
+		"minions_pre/web*":        string(protocol.EncodePublicKey(k2)),
+		"minions/-L":              string(protocol.EncodePublicKey(k1)),
+		"minions_rejected/web 2":  string(protocol.EncodePublicKey(k1)),
+		"minions_pre/subdir/web3": string(protocol.EncodePublicKey(k2)),
 	}
 	writeTree(t, dir, files)
 	s, err := Open(dir, Options{Log: zaptest.NewLogger(t)})
@@ -526,6 +532,31 @@ func TestLoadFromDisk(t *testing.T) {
 	}
 	if d := cmp.Diff(want, l); d != "" {
 		t.Errorf("List: (-want +got)\n%s", d)
+	}
+	wantInvalid := map[string][]string{
+		DirAccepted: {"-L"}, DirPending: {"cam9,evil", "web*"}, DirRejected: {"web 2"}, DirDenied: {"a\x01b"},
+	}
+	if d := cmp.Diff(wantInvalid, s.Invalid()); d != "" {
+		t.Errorf("Invalid: (-want +got)\n%s", d)
+	}
+	// Refused: no Hello, no match and no exact name acts on them, and their
+	// files stay for the operator.
+	if _, err := s.Check("cam9,evil", k2, ""); protocol.KindOf(err) != protocol.KindMalformed {
+		t.Errorf("Check(cam9,evil): got %v, want a malformed id error", err)
+	}
+	if _, ok := s.AcceptedKey("-L"); ok {
+		t.Errorf("AcceptedKey(-L): got true, want false")
+	}
+	if got, err := s.Accept("*", false, false); err != nil || !cmp.Equal(got, []string{"web2"}) {
+		t.Errorf("Accept(*): got %v, %v, want [web2]", got, err)
+	}
+	if got, err := s.DeleteDict(EveryState("cam9,evil", "-L", "web*")); err != nil || len(got) != 0 {
+		t.Errorf("DeleteDict of invalid ids: got %v, %v, want none", got, err)
+	}
+	for _, f := range []string{"minions_pre/cam9,evil", "minions_pre/web*", "minions/-L", "minions_rejected/web 2"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("invalid key file %s: got %v, want it left in place", f, err)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "minions_pre/.tmp-123")); !os.IsNotExist(err) {
 		t.Errorf("stale temporary file: got %v, want it removed", err)
@@ -712,4 +743,82 @@ func TestPendingViaStaleFiles(t *testing.T) {
 	if d := cmp.Diff(map[string]string{"d1": "r1"}, viaOnDisk(t, dir)); d != "" {
 		t.Errorf("stale relay files: (-want +got on disk)\n%s", d)
 	}
+}
+
+// TestDict: the Dict operations (Salt's match_dict, salt/key.py Key.accept
+// with match_dict) compare ids exactly: a glob character in them matches
+// itself only, and an id named under another state is left alone.
+func TestDict(t *testing.T) {
+	f := newFixture(t, Options{})
+	for _, id := range []string{"cam9", "cam90", "evil", "web1"} {
+		f.check(id, newKey(t), changed(pending_))
+	}
+	steps := []struct {
+		name    string
+		op      func() ([]string, error)
+		want    []string
+		changes []Change
+	}{
+		{"accept one id", func() ([]string, error) { return f.s.AcceptDict(Dict{DirPending: {"cam9"}}, false, false) },
+			[]string{"cam9"}, []Change{{"cam9", ActAccept, "pending", "accepted"}}},
+		{"accept a glob: no such id", func() ([]string, error) {
+			return f.s.AcceptDict(Dict{DirPending: {"cam*", "*", "cam9,evil"}}, true, true)
+		},
+			[]string{}, nil},
+		{"accept an id of another state", func() ([]string, error) { return f.s.AcceptDict(Dict{DirRejected: {"evil"}}, true, true) },
+			[]string{}, nil},
+		{"reject", func() ([]string, error) { return f.s.RejectDict(Dict{DirPending: {"evil", "evil"}}, false, false) },
+			[]string{"evil"}, []Change{{"evil", ActReject, "pending", "rejected"}}},
+		{"delete named in accepted only", func() ([]string, error) { return f.s.DeleteDict(Dict{DirAccepted: {"cam9", "cam90"}}) },
+			[]string{"cam9"}, []Change{{"cam9", ActDelete, "accepted", ""}}},
+		{"delete everywhere", func() ([]string, error) { return f.s.DeleteDict(EveryState("cam90")) },
+			[]string{"cam90"}, []Change{{"cam90", ActDelete, "pending", ""}}},
+	}
+	for _, st := range steps {
+		got, err := st.op()
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if d := cmp.Diff(st.want, got); d != "" {
+			t.Fatalf("%s: ids (-want +got)\n%s", st.name, d)
+		}
+		if d := cmp.Diff(st.changes, f.takeChanges()); d != "" {
+			t.Fatalf("%s: changes (-want +got)\n%s", st.name, d)
+		}
+		f.consistent()
+	}
+	l, _ := f.s.List()
+	want := map[string][]string{DirAccepted: {}, DirPending: {"web1"}, DirRejected: {"evil"}, DirDenied: {}}
+	if d := cmp.Diff(want, l); d != "" {
+		t.Errorf("List at the end: (-want +got)\n%s", d)
+	}
+}
+
+// TestMaxPending: a new key beyond max_pending_keys is refused with
+// KindPendingFull and nothing is written; keys that do not go to pending
+// (auto-accepted, known ids) are not counted against it.
+func TestMaxPending(t *testing.T) {
+	f := newFixture(t, Options{MaxPending: 2})
+	ka, kc := newKey(t), newKey(t)
+	f.check("a", ka, changed(pending_))
+	f.check("b", newKey(t), changed(pending_))
+	if d, err := f.s.Check("c", kc, ""); protocol.KindOf(err) != protocol.KindPendingFull {
+		t.Fatalf("Check(c) over the cap: got %+v, %v, want a %v error", d, err, protocol.KindPendingFull)
+	}
+	f.check("a", ka, pending_) // a known pending id is served as before
+	if f.s.Known("c") {
+		t.Errorf("Known(c) after a refusal: got true, want false")
+	}
+	if got := onDisk(t, f.dir)[DirPending]; len(got) != 2 {
+		t.Errorf("pending files: got %v, want a and b only", got)
+	}
+	if _, err := f.s.Accept("a", false, false); err != nil {
+		t.Fatal(err)
+	}
+	f.check("c", kc, changed(pending_))
+	f.consistent()
+
+	auto := newFixture(t, Options{MaxPending: 1, AutoAccept: true})
+	auto.check("x", newKey(t), changed(accepted_))
+	auto.check("y", newKey(t), changed(accepted_))
 }

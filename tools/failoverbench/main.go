@@ -113,7 +113,7 @@ func newMaster(base, name string, node int) (*masterProc, error) {
 	if err := os.MkdirAll(m.dir, 0o755); err != nil {
 		return nil, err
 	}
-	conf := fmt.Sprintf("root_dir: %s\ninterface: 127.0.0.1\nport: %d\nauto_accept: True\njid_node: %d\nlog_file: %s\nlog_level_logfile: warning\ntimeout: 60\n",
+	conf := fmt.Sprintf("root_dir: %s\ninterface: 127.0.0.1\nport: %d\nauto_accept: True\nnew_keys_per_address: 0\njid_node: %d\nlog_file: %s\nlog_level_logfile: warning\ntimeout: 60\n",
 		m.root, port, node, filepath.Join(base, name+".log"))
 	return m, os.WriteFile(filepath.Join(m.dir, "master"), []byte(conf), 0o644)
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // Master is a master run in this process for a benchmark, under root,
-// listening on a free loopback port with auto_accept on.
+// listening on a free loopback port with auto_accept on and no limit on
+// new keys per address.
 type Master struct {
 	*master.Master
 	Config *config.Master
@@ -29,6 +30,9 @@ func StartMaster(root string, setup func(*config.Master)) (*Master, error) {
 	cfg.PkiDir = filepath.Join(root, "pki")
 	cfg.CacheDir = filepath.Join(root, "cache")
 	cfg.SockDir = filepath.Join(root, "sock")
+	// Every simulated agent comes from 127.0.0.1: no limit on new keys
+	// per address.
+	cfg.NewKeysPerAddress = 0
 	if setup != nil {
 		setup(cfg)
 	}
