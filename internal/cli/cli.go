@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/internal/yamlbound"
 )
 
 // DefaultConfigDir is where the programs look for their configuration.
@@ -135,7 +135,7 @@ func YAMLValue(s string) any {
 		return s
 	}
 	var v any
-	if err := yaml.Unmarshal([]byte(s), &v); err != nil {
+	if err := yamlbound.Unmarshal([]byte(s), &v); err != nil {
 		return s
 	}
 	switch v.(type) {
