@@ -120,18 +120,7 @@ func TestInjection(t *testing.T) {
 }
 
 func resolveAlone(s string) (any, error) {
-	entries, err := sls.ParseYAMLSlots("x", "", nil)
-	_ = entries
-	if err != nil {
-		return nil, err
-	}
-	slots := sls.NewSlots()
-	tok := slots.Add(s, s)
-	e, err := sls.ParseYAMLSlots("x", "v: "+tok+"\n", slots)
-	if err != nil {
-		return nil, err
-	}
-	return e[0].Value, nil
+	return sls.ResolveScalar(s)
 }
 
 // TestInterpolationTypes: a value alone in a plain scalar keeps Salt's

@@ -138,12 +138,12 @@ func (r *Renderer) Jinja(name string, src []byte, vars map[string]any) (string, 
 }
 
 // jinja renders src with each interpolated value as a token of slots.
-func (r *Renderer) jinja(name string, src []byte, vars map[string]any) (string, *sls.Slots, error) {
+func (r *Renderer) jinja(name string, src []byte, vars map[string]any) (string, *slots, error) {
 	tpl, err := r.template(name, src)
 	if err != nil {
 		return "", nil, err
 	}
-	slots := sls.NewSlots()
+	slots := newSlots()
 	data := make(map[string]any, len(vars)+2)
 	for k, v := range vars {
 		data[k] = v
@@ -162,14 +162,14 @@ func (r *Renderer) jinja(name string, src []byte, vars map[string]any) (string, 
 // returns the rendered text with the values put in, for debug logs.
 //
 // Only the template's text gives the YAML its structure: each value
-// interpolated with {{ }} lands inside one scalar (see sls.Slots), unless
+// interpolated with {{ }} lands inside one scalar (see slots), unless
 // the template asks for structure with |yaml, |json (and their aliases).
 func (r *Renderer) SLS(name string, src []byte, tag string, data map[string]any) (string, []sls.Entry, error) {
 	raw, slots, err := r.jinja(name, src, map[string]any{"tag": tag, "data": data})
 	if err != nil {
 		return "", nil, err
 	}
-	entries, err := sls.ParseYAMLSlots(name, raw, slots)
+	entries, err := sls.ParseYAMLValues(name, raw, slots)
 	if err != nil {
 		return raw, nil, err
 	}

@@ -11,14 +11,12 @@ import (
 	"github.com/nikolalohinski/gonja/v2/nodes"
 	"github.com/nikolalohinski/gonja/v2/parser"
 	"github.com/nikolalohinski/gonja/v2/tokens"
-
-	"github.com/halite-fleet/halite/render/sls"
 )
 
 // Interpolations are data. Every {{ expr }} of a template (the file, and
 // what it includes, imports or extends) is read as {% _halite_out expr %}:
 // the control structure outputTag, which writes a value that is not
-// marked safe as a token of the rendering's sls.Slots instead of its text.
+// marked safe as a token of the rendering's slots instead of its text.
 // The YAML stage then gives the values back, each inside the one scalar
 // that holds its token, so a value cannot add keys, items, anchors or
 // documents, whatever newlines, colons, braces or dashes it holds.
@@ -34,7 +32,7 @@ import (
 // outputTag is the control structure every {{ }} becomes.
 const outputTag = "_halite_out"
 
-// slotsKey holds the rendering's *sls.Slots in the template context; no
+// slotsKey holds the rendering's *slots in the template context; no
 // template identifier can spell it.
 const slotsKey = "\x00slots"
 
@@ -186,13 +184,13 @@ func (o *outputStructure) Execute(r *exec.Renderer, _ *nodes.ControlStructureBlo
 		return err
 	}
 	s, _ := r.Environment.Context.Get(slotsKey)
-	slots, ok := s.(*sls.Slots)
+	slots, ok := s.(*slots)
 	if !ok {
 		return fmt.Errorf("line %d: interpolation outside a rendering", o.location.Line)
 	}
 	v := plain(value.Interface(), 0)
 	if _, isStr := v.(string); !isStr {
-		p, ok := sls.Plain(v, 0)
+		p, ok := plainData(v, 0)
 		if !ok {
 			return fmt.Errorf("line %d: value nested deeper than %d", o.location.Line, maxDepth)
 		}

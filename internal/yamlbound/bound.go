@@ -1,57 +1,42 @@
 package yamlbound
 
 import (
-	"fmt"
+	"strconv"
 
 	"go.yaml.in/yaml/v3"
 )
 
-// Limits on what aliases may add, beyond a document's own nodes and text.
-// Anchors that reuse a block of defaults a few dozen times stay far below
-// them; a nested alias bomb of 270 bytes reaches them at its third level.
-const (
-	MaxAliasNodes = 100_000
-	MaxAliasBytes = 4 << 20
-)
+// MaxAliasWeight bounds what aliases may add to a document beyond its
+// own nodes: each node expanded weighs 1, plus 1 for every 32 bytes of
+// its scalar text. Anchors that reuse a block of defaults a few dozen
+// times stay far below it; a nested alias bomb of 270 bytes reaches it at
+// its fifth level, a 100 KB scalar repeated past 30 times too.
+const MaxAliasWeight = 100_000
 
-// Error is a document whose aliases expand past the limits (or refer to
-// themselves). Line is the 1-based line of the alias that crossed them.
+// Error is a document whose aliases expand past MaxAliasWeight (or refer
+// to a node that contains them). Line is the 1-based line of the alias.
 type Error struct {
 	Line int
 	Msg  string
 }
 
 func (e *Error) Error() string {
-	return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+	return "line " + strconv.Itoa(e.Line) + ": " + e.Msg
 }
 
-// size is an expanded subtree: its nodes and the bytes of its scalars.
-type size struct{ nodes, bytes int64 }
-
-// saturate keeps sizes of nested bombs from overflowing.
-const saturate = 1 << 50
-
-func (s size) add(o size) size {
-	return size{min(s.nodes+o.nodes, saturate), min(s.bytes+o.bytes, saturate)}
-}
-
+// checker measures a document. memo holds the expanded weight of each
+// anchored node measured, -1 while it is being measured.
 type checker struct {
-	// expanded sizes of anchored nodes; busy marks one being measured, so
-	// an alias inside its own anchor is refused rather than followed.
-	memo  map[*yaml.Node]size
-	busy  map[*yaml.Node]bool
-	added size
+	memo  map[*yaml.Node]int64
+	added int64
 	err   *Error
 }
 
 // Check returns an *Error if expanding n's aliases would add more than
-// MaxAliasNodes nodes or MaxAliasBytes bytes of scalars to it, or if an
-// alias refers to a node that contains it. It allocates only for
-// documents that have aliases.
+// MaxAliasWeight to it, or if an alias refers to a node that contains
+// it. It is linear in the document's own size and allocates only for
+// documents with aliases.
 func Check(n *yaml.Node) error {
-	if n == nil {
-		return nil
-	}
 	var c checker
 	c.walk(n)
 	if c.err != nil {
@@ -63,59 +48,52 @@ func Check(n *yaml.Node) error {
 // walk visits the document's own tree once; at each alias it adds what
 // expanding it brings beyond the alias node itself.
 func (c *checker) walk(n *yaml.Node) {
-	if c.err != nil {
+	if n == nil || c.err != nil {
 		return
 	}
-	if n.Kind == yaml.AliasNode {
-		if n.Alias == nil {
-			return
-		}
-		s := c.expanded(n.Alias, n.Line)
-		c.added = c.added.add(size{s.nodes - 1, s.bytes})
-		if c.err == nil && (c.added.nodes > MaxAliasNodes || c.added.bytes > MaxAliasBytes) {
-			c.err = &Error{Line: n.Line, Msg: fmt.Sprintf("aliases expand to more than %d nodes or %d bytes (alias *%s)", MaxAliasNodes, MaxAliasBytes, n.Value)}
+	if n.Kind != yaml.AliasNode {
+		for _, ch := range n.Content {
+			c.walk(ch)
 		}
 		return
 	}
-	for _, ch := range n.Content {
-		c.walk(ch)
+	c.added += c.weight(n) - 1
+	if c.err == nil && c.added > MaxAliasWeight {
+		c.err = &Error{Line: n.Line, Msg: "aliases expand past " + strconv.Itoa(MaxAliasWeight) + " nodes (alias *" + n.Value + ")"}
 	}
 }
 
-// expanded is n's size with every alias inside it followed.
-func (c *checker) expanded(n *yaml.Node, line int) size {
+// weight is n's expanded weight, aliases followed; it saturates so that
+// nested bombs do not overflow.
+func (c *checker) weight(n *yaml.Node) int64 {
+	line := n.Line
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
 	if c.err != nil {
-		return size{}
-	}
-	if n.Kind == yaml.AliasNode {
-		if n.Alias == nil {
-			return size{1, 0}
-		}
-		return c.expanded(n.Alias, n.Line)
+		return 0
 	}
 	if n.Anchor != "" {
-		if s, ok := c.memo[n]; ok {
-			return s
+		if c.memo == nil {
+			c.memo = make(map[*yaml.Node]int64)
 		}
-		if c.busy[n] {
-			c.err = &Error{Line: line, Msg: fmt.Sprintf("alias refers to anchor &%s that contains it", n.Anchor)}
-			return size{}
+		switch w, ok := c.memo[n]; {
+		case ok && w < 0:
+			c.err = &Error{Line: line, Msg: "alias refers to anchor &" + n.Anchor + " that contains it"}
+			return 0
+		case ok:
+			return w
 		}
-		if c.busy == nil {
-			c.busy = make(map[*yaml.Node]bool)
-			c.memo = make(map[*yaml.Node]size)
-		}
-		c.busy[n] = true
+		c.memo[n] = -1
 	}
-	s := size{1, int64(len(n.Value))}
+	w := 1 + int64(len(n.Value)/32)
 	for _, ch := range n.Content {
-		s = s.add(c.expanded(ch, ch.Line))
+		w = min(w+c.weight(ch), 1<<50)
 	}
 	if n.Anchor != "" {
-		delete(c.busy, n)
-		c.memo[n] = s
+		c.memo[n] = w
 	}
-	return s
+	return w
 }
 
 // Unmarshal decodes data as yaml.Unmarshal does, after checking its

@@ -5,7 +5,7 @@
 // nested aliases ("billion laughs") would grow into gigabytes. Check
 // measures the expanded size of a parsed document in one linear pass and
 // refuses it, naming the line of the alias, when aliases add more than
-// MaxAliasNodes nodes or MaxAliasBytes of scalar text beyond what the
+// MaxAliasWeight (nodes, and scalar text by 32 bytes) beyond what the
 // document holds itself.
 //
 // It imports only go.yaml.in/yaml/v3, so both the device agent (its

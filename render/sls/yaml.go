@@ -43,12 +43,25 @@ func (e *Error) Unwrap() error { return e.Err }
 // (YAML 1.1): yes/no/on/off are booleans. Aliases may add at most
 // yamlbound's limits to the document.
 func ParseYAML(name, text string) ([]Entry, error) {
-	return ParseYAMLSlots(name, text, nil)
+	return ParseYAMLValues(name, text, nil)
 }
 
-// ParseYAMLSlots is ParseYAML for text rendered with slots: the tokens of
-// slots in its scalars are replaced by their values (see Slots).
-func ParseYAMLSlots(name, text string, slots *Slots) ([]Entry, error) {
+// Values puts back the values a template interpolated, which stand in the
+// rendered text as tokens inside scalars (package render makes them, so
+// that a value cannot change the document's structure).
+type Values interface {
+	// In reports whether s, a scalar's text, holds a token.
+	In(s string) bool
+	// Text is s with each token replaced by its value's text.
+	Text(s string) (string, error)
+	// Plain is the value of a plain (unquoted) scalar s that holds tokens.
+	Plain(s string) (any, error)
+}
+
+// ParseYAMLValues is ParseYAML for text rendered with interpolated values
+// as tokens: scalars that hold tokens get vals' values (keys and quoted or
+// block scalars as text, plain scalars through vals.Plain).
+func ParseYAMLValues(name, text string, vals Values) ([]Entry, error) {
 	dec := yaml.NewDecoder(strings.NewReader(text))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -71,7 +84,7 @@ func ParseYAMLSlots(name, text string, slots *Slots) ([]Entry, error) {
 	if root.Kind != yaml.MappingNode {
 		return nil, &Error{File: name, Line: root.Line, Stage: "yaml", Err: fmt.Errorf("expected a mapping of IDs at the top, got %s", kindName(root))}
 	}
-	d := decoder{slots: slots}
+	d := decoder{vals: vals}
 	out := make([]Entry, 0, len(root.Content)/2)
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
@@ -101,15 +114,20 @@ func kindName(n *yaml.Node) string {
 	return "something else"
 }
 
-// decoder turns nodes into plain values, putting slots' values back.
+// decoder turns nodes into plain values, putting interpolated values
+// back.
 type decoder struct {
-	slots *Slots
+	vals Values // nil: none
+}
+
+func (d decoder) holds(n *yaml.Node) bool {
+	return d.vals != nil && n.Kind == yaml.ScalarNode && d.vals.In(n.Value)
 }
 
 // key is a mapping key as a string; tokens in it become their text.
 func (d decoder) key(n *yaml.Node, depth int) (string, error) {
-	if n.Kind == yaml.ScalarNode && d.slots.has(n.Value) {
-		return d.slots.Text(n.Value)
+	if d.holds(n) {
+		return d.vals.Text(n.Value)
 	}
 	k, err := d.node(n, depth)
 	if err != nil {
@@ -171,8 +189,11 @@ func (d decoder) node(n *yaml.Node, depth int) (any, error) {
 		}
 		return out, nil
 	case yaml.ScalarNode:
-		if d.slots.has(n.Value) {
-			return d.slots.scalarValue(n)
+		if d.holds(n) {
+			if n.Style == 0 {
+				return d.vals.Plain(n.Value)
+			}
+			return d.vals.Text(n.Value)
 		}
 		return scalar(n)
 	}
@@ -215,6 +236,21 @@ func scalar(n *yaml.Node) (any, error) {
 		return f, nil
 	}
 	return n.Value, nil
+}
+
+// ResolveScalar reads t as a plain YAML scalar on its own: what its text
+// alone says (an int, a float, a bool, null), else the string t. It never
+// reads structure: "[a]", "a: b", "*x" and "!!tag x" stay strings.
+func ResolveScalar(t string) (any, error) {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Value: t}
+	tag := n.ShortTag()
+	switch tag {
+	case "!!int", "!!float", "!!bool", "!!null":
+	default:
+		tag = "!!str"
+	}
+	n.Tag = tag
+	return scalar(n)
 }
 
 func yamlErrLine(err error) int {

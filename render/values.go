@@ -1,4 +1,4 @@
-package sls
+package render
 
 import (
 	"fmt"
@@ -7,18 +7,19 @@ import (
 	"strconv"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/halite-fleet/halite/render/sls"
 )
 
-// MaxSlotBytes bounds the text that interpolated values add to one
+// maxSlotBytes bounds the text that interpolated values add to one
 // rendering (a value is counted each time it is put in).
-const MaxSlotBytes = 16 << 20
+const maxSlotBytes = 16 << 20
 
-// Slots are the values a template interpolated ({{ … }}). In the rendered
+// slots are the values a template interpolated ({{ … }}). In the rendered
 // text each stands as a token, letters, digits and underscores that YAML
 // reads as part of a plain scalar wherever it is, so only the template's
-// own text gives the document its structure. ParseYAMLSlots then puts the
-// values back into the scalars that hold their tokens:
+// own text gives the document its structure. sls.ParseYAMLValues then puts
+// the values back, through slots' sls.Values methods, into the scalars
+// that hold their tokens:
 //
 //   - a plain scalar that is exactly one token becomes the value itself
 //     when it is not a string (a number, a bool, a list, a mapping: data at
@@ -30,7 +31,7 @@ const MaxSlotBytes = 16 << 20
 // The token prefix holds a random nonce drawn for each rendering, so data
 // put in the text by a structural filter (|json of an event) cannot name a
 // token.
-type Slots struct {
+type slots struct {
 	prefix string
 	vals   []slot
 	bytes  int
@@ -44,15 +45,15 @@ type slot struct {
 	done   bool   // nested tokens of text were replaced
 }
 
-// NewSlots returns empty Slots with a fresh token prefix.
-func NewSlots() *Slots {
-	return &Slots{prefix: "_hlt" + strconv.FormatUint(rand.Uint64()|1<<63, 36) + "x"}
+// newSlots returns empty slots with a fresh token prefix.
+func newSlots() *slots {
+	return &slots{prefix: "_hlt" + strconv.FormatUint(rand.Uint64()|1<<63, 36) + "x"}
 }
 
 // Add records one interpolated value, v (a string, or plain data: bool,
 // numbers, nil, []any, map[string]any), whose text form is text, and
 // returns the token that stands for it.
-func (s *Slots) Add(v any, text string) string {
+func (s *slots) Add(v any, text string) string {
 	_, isStr := v.(string)
 	s.vals = append(s.vals, slot{v: v, text: text, str: isStr, nested: strings.Contains(text, s.prefix)})
 	return s.prefix + strconv.Itoa(len(s.vals)-1) + "_"
@@ -60,7 +61,7 @@ func (s *Slots) Add(v any, text string) string {
 
 // token returns the index of the token at the start of t and its length,
 // or -1.
-func (s *Slots) token(t string) (int, int) {
+func (s *slots) token(t string) (int, int) {
 	if !strings.HasPrefix(t, s.prefix) {
 		return -1, 0
 	}
@@ -81,7 +82,7 @@ func (s *Slots) token(t string) (int, int) {
 
 // textOf is slot i's text with the tokens it holds replaced. A slot only
 // holds tokens of slots made before it, so this ends.
-func (s *Slots) textOf(i int) (string, error) {
+func (s *slots) textOf(i int) (string, error) {
 	sl := &s.vals[i]
 	if sl.nested && !sl.done {
 		t, err := s.replace(sl.text, i)
@@ -94,14 +95,11 @@ func (s *Slots) textOf(i int) (string, error) {
 }
 
 // Text replaces every token in t by its value's text.
-func (s *Slots) Text(t string) (string, error) {
-	if s == nil {
-		return t, nil
-	}
+func (s *slots) Text(t string) (string, error) {
 	return s.replace(t, len(s.vals))
 }
 
-func (s *Slots) replace(t string, below int) (string, error) {
+func (s *slots) replace(t string, below int) (string, error) {
 	first := strings.Index(t, s.prefix)
 	if first < 0 {
 		return t, nil
@@ -120,8 +118,8 @@ func (s *Slots) replace(t string, below int) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			if s.bytes += len(v); s.bytes > MaxSlotBytes {
-				return "", fmt.Errorf("interpolated values add more than %d bytes", MaxSlotBytes)
+			if s.bytes += len(v); s.bytes > maxSlotBytes {
+				return "", fmt.Errorf("interpolated values add more than %d bytes", maxSlotBytes)
 			}
 			b.WriteString(v)
 			t = t[n:]
@@ -132,49 +130,35 @@ func (s *Slots) replace(t string, below int) (string, error) {
 	return b.String(), nil
 }
 
-// has reports whether t holds a token.
-func (s *Slots) has(t string) bool {
-	return s != nil && strings.Contains(t, s.prefix)
+// In reports whether t holds a token.
+func (s *slots) In(t string) bool {
+	return strings.Contains(t, s.prefix)
 }
 
-// scalarValue is the value of a scalar node that holds tokens.
-func (s *Slots) scalarValue(n *yaml.Node) (any, error) {
-	if n.Style == 0 {
-		if i, l := s.token(n.Value); i >= 0 && l == len(n.Value) {
-			sl := &s.vals[i]
-			if !sl.str {
-				return sl.v, nil
-			}
-			t, err := s.textOf(i)
-			if err != nil {
-				return nil, err
-			}
-			return resolveScalar(t)
+// Plain is the value of a plain scalar t that holds tokens: the value
+// itself if t is exactly one token of a non-string, a string's text read
+// as a YAML scalar alone if t is one token of a string, else t with its
+// tokens replaced by text.
+func (s *slots) Plain(t string) (any, error) {
+	if i, l := s.token(t); i >= 0 && l == len(t) {
+		sl := &s.vals[i]
+		if !sl.str {
+			return sl.v, nil
 		}
+		text, err := s.textOf(i)
+		if err != nil {
+			return nil, err
+		}
+		return sls.ResolveScalar(text)
 	}
-	return s.Text(n.Value)
+	return s.Text(t)
 }
 
-// resolveScalar reads t as a plain YAML scalar on its own: what its text
-// alone says (an int, a float, a bool, null), else the string t. It
-// never reads structure: "[a]", "a: b", "*x" and "!!tag x" stay strings.
-func resolveScalar(t string) (any, error) {
-	n := &yaml.Node{Kind: yaml.ScalarNode, Value: t}
-	tag := n.ShortTag()
-	switch tag {
-	case "!!int", "!!float", "!!bool", "!!null":
-	default:
-		tag = "!!str"
-	}
-	n.Tag = tag
-	return scalar(n)
-}
-
-// Plain turns data into the values a rendering decodes to:
+// plainData turns data into the values a rendering decodes to:
 // map[string]any, []any, string, bool, int, float64 or nil. It returns
-// false for data nested deeper than MaxDepth.
-func Plain(v any, depth int) (any, bool) {
-	if depth > MaxDepth {
+// false for data nested deeper than maxDepth.
+func plainData(v any, depth int) (any, bool) {
+	if depth > maxDepth {
 		return nil, false
 	}
 	switch v := v.(type) {
@@ -196,7 +180,7 @@ func Plain(v any, depth int) (any, bool) {
 	case []any:
 		out := make([]any, len(v))
 		for i, x := range v {
-			p, ok := Plain(x, depth+1)
+			p, ok := plainData(x, depth+1)
 			if !ok {
 				return nil, false
 			}
@@ -212,7 +196,7 @@ func Plain(v any, depth int) (any, bool) {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, x := range v {
-			p, ok := Plain(x, depth+1)
+			p, ok := plainData(x, depth+1)
 			if !ok {
 				return nil, false
 			}
@@ -222,7 +206,7 @@ func Plain(v any, depth int) (any, bool) {
 	case map[any]any:
 		out := make(map[string]any, len(v))
 		for k, x := range v {
-			p, ok := Plain(x, depth+1)
+			p, ok := plainData(x, depth+1)
 			if !ok {
 				return nil, false
 			}
