@@ -65,8 +65,9 @@ func render1(t *testing.T, r *Renderer, src string, data map[string]any) []sls.E
 // TestInjection: whatever an event's value holds, it lands inside the one
 // scalar of the template that interpolates it, in every position a
 // template can put it: plain, quoted, block scalar, beside text, key,
-// flow list. The file is the shape of Salt's own reactor examples
-// (salt/doc/topics/reactor/index.rst: "- text: {{ data['data']['door'] }}").
+// flow list. The file has the shape of the reactor examples of Salt's
+// documentation ("- text: {{ data['data']['door'] }}"; the docs' own files
+// are pinned unchanged in reactor/testdata/docs).
 func TestInjection(t *testing.T) {
 	const tpl = `door_event:
   local.test.echo:
