@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/halite-fleet/halite/internal/yamlbound"
 )
 
 // role describes one kind of configuration: its file name and its options.
@@ -164,6 +166,10 @@ func parse(file string, data []byte) (*yaml.Node, error) {
 		return nil, &Error{File: file, Line: extra.Line, Msg: "expected one YAML document, found another"}
 	case !errors.Is(err, io.EOF):
 		return nil, syntaxError(file, err)
+	}
+	var be *yamlbound.Error
+	if err := yamlbound.Check(&doc); errors.As(err, &be) {
+		return nil, &Error{File: file, Line: be.Line, Msg: "invalid YAML: " + be.Msg, err: err}
 	}
 	top := resolve(&doc)
 	if isNull(top) {

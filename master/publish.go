@@ -13,6 +13,11 @@ import (
 	"github.com/halite-fleet/halite/targets"
 )
 
+// maxJobBody is the largest encoded job publish sends: agents read frames
+// of protocol.DefaultMaxFrame, and a relay's envelope needs some room
+// (the agent keeps its returns under the same bound).
+const maxJobBody = protocol.DefaultMaxFrame - 4096
+
 // published is what publish tells its caller.
 type published struct {
 	jid          string
@@ -61,6 +66,18 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 		Arg: req.Arg, Kwarg: jobKwarg, User: user, Ret: req.Ret, Master: m.name,
 		Delimiter: req.Delimiter,
 	}
+	now := time.Now()
+	load := &jobcache.Load{
+		JID: jid, Tgt: req.Tgt, TgtType: jb.TgtType, Fun: req.Fun, Arg: req.Arg, Kwarg: req.Kwarg,
+		Minions: minions, User: user, Ret: req.Ret, StartTime: now,
+		RetConfig: req.ReturnConfig, RetKwargs: req.ReturnKwargs,
+	}
+	// A job the cache could not read back, or a device could not receive,
+	// is refused before anything is stored or sent.
+	encLoad, err := jobcache.EncodeLoad(load)
+	if err != nil {
+		return nil, &api.RemoteError{Code: api.CodeBadRequest, Msg: "job refused: " + err.Error()}
+	}
 	job, err := protocol.SignJob(m.id.Priv, jb)
 	if err != nil {
 		return nil, fmt.Errorf("sign job: %w", err)
@@ -69,14 +86,12 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode job: %w", err)
 	}
-	wire := protocol.AppendFrame(nil, body)
-	now := time.Now()
-	load := &jobcache.Load{
-		JID: jid, Tgt: req.Tgt, TgtType: jb.TgtType, Fun: req.Fun, Arg: req.Arg, Kwarg: req.Kwarg,
-		Minions: minions, User: user, Ret: req.Ret, StartTime: now,
-		RetConfig: req.ReturnConfig, RetKwargs: req.ReturnKwargs,
+	if len(body) > maxJobBody {
+		return nil, &api.RemoteError{Code: api.CodeBadRequest,
+			Msg: fmt.Sprintf("job refused: %d bytes encoded, more than the %d a device reads", len(body), maxJobBody)}
 	}
-	if err := m.cache.SaveLoad(load); err != nil {
+	wire := protocol.AppendFrame(nil, body)
+	if err := m.cache.SaveLoadEncoded(jid, encLoad); err != nil {
 		// The job still runs; its returns are kept when they come.
 		m.log.Error("save job load", zap.String("jid", jid), zap.Error(err))
 	}

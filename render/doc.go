@@ -10,5 +10,13 @@
 // alone.
 //
 // Event data given to a template is data: values are substituted, never
-// parsed as templates, so braces or Jinja syntax inside an event do not run.
+// parsed as templates, so braces or Jinja syntax inside an event do not run;
+// nor parsed as YAML structure: each {{ expr }} is written as a token that
+// stands inside one YAML scalar, and its value is put back after the YAML
+// is parsed (slots.go, values.go), so only the template's own text gives
+// the document its keys, items and anchors. A value alone in a plain
+// scalar keeps Salt's typing (a number, bool, list or mapping is that
+// value; a string is read as a YAML scalar alone); anywhere else it is
+// text. Structure from data is asked for with |yaml, |json (and their
+// aliases), whose output quotes every string on one line.
 package render

@@ -16,6 +16,7 @@ import (
 	"github.com/nikolalohinski/gonja/v2/config"
 	"github.com/nikolalohinski/gonja/v2/exec"
 	"github.com/nikolalohinski/gonja/v2/loaders"
+	"github.com/nikolalohinski/gonja/v2/parser"
 
 	"github.com/halite-fleet/halite/render/sls"
 )
@@ -56,6 +57,11 @@ type cached struct {
 // plus Salt's json, tojson, yaml, yaml_encode and yaml_dquote filters.
 func New(opts Options) *Renderer {
 	filters := exec.NewFilterSet(map[string]exec.FilterFunction{}).Update(builtins.Filters)
+	for _, name := range safeMakers {
+		if f, ok := filters.Get(name); ok {
+			filters.Replace(name, dataStaysData(f))
+		}
+	}
 	for name, f := range map[string]exec.FilterFunction{
 		"json":        filterJSON,
 		"tojson":      filterJSON,
@@ -75,7 +81,7 @@ func New(opts Options) *Renderer {
 			Context:           ctx,
 			Filters:           filters,
 			Tests:             builtins.Tests,
-			ControlStructures: builtins.ControlStructures,
+			ControlStructures: controlStructures(),
 			Methods:           builtins.Methods,
 		},
 		cfg:   config.New(),
@@ -83,6 +89,18 @@ func New(opts Options) *Renderer {
 		cache: map[string]*cached{},
 	}
 	return r
+}
+
+// controlStructures are gonja's, plus outputTag.
+func controlStructures() *exec.ControlStructureSet {
+	m := map[string]parser.ControlStructureParser{outputTag: outputParser}
+	for _, name := range []string{"autoescape", "block", "extends", "filter", "for", "from", "if", "import",
+		"include", "macro", "raw", "set", "with", "do", "break", "continue", "trans", "call"} {
+		if p, ok := builtins.ControlStructures.Get(name); ok {
+			m[name] = p
+		}
+	}
+	return exec.NewControlStructureSet(m)
 }
 
 // saltObject offers each function under its dotted name and under its
@@ -107,33 +125,59 @@ func saltObject(funcs map[string]any) map[string]any {
 
 // Jinja renders src, the contents of the file called name, with vars (plus
 // "salt"). Includes and imports are read relative to the file's directory.
+// Interpolated values are put in as their text.
 func (r *Renderer) Jinja(name string, src []byte, vars map[string]any) (string, error) {
-	tpl, err := r.template(name, src)
+	text, slots, err := r.jinja(name, src, vars)
 	if err != nil {
 		return "", err
 	}
-	data := make(map[string]any, len(vars)+1)
-	data["salt"] = r.salt
+	if text, err = slots.Text(text); err != nil {
+		return "", &Error{File: name, Stage: "jinja", Err: err}
+	}
+	return text, nil
+}
+
+// jinja renders src with each interpolated value as a token of slots.
+func (r *Renderer) jinja(name string, src []byte, vars map[string]any) (string, *slots, error) {
+	tpl, err := r.template(name, src)
+	if err != nil {
+		return "", nil, err
+	}
+	slots := newSlots()
+	data := make(map[string]any, len(vars)+2)
 	for k, v := range vars {
 		data[k] = v
 	}
+	data["salt"] = r.salt
+	data[slotsKey] = slots
 	out, err := tpl.ExecuteToString(exec.NewContext(data))
 	if err != nil {
-		return "", &Error{File: name, Line: jinjaErrLine(err), Stage: "jinja", Err: cleanErr(err)}
+		return "", nil, &Error{File: name, Line: jinjaErrLine(err), Stage: "jinja", Err: cleanErr(err)}
 	}
-	return out, nil
+	return out, slots, nil
 }
 
 // SLS renders a reactor (or other) SLS file with Salt's reactor context,
 // tag and data, and reads the result into its top-level entries. It also
-// returns the rendered text, for debug logs.
+// returns the rendered text with the values put in, for debug logs.
+//
+// Only the template's text gives the YAML its structure: each value
+// interpolated with {{ }} lands inside one scalar (see slots), unless
+// the template asks for structure with |yaml, |json (and their aliases).
 func (r *Renderer) SLS(name string, src []byte, tag string, data map[string]any) (string, []sls.Entry, error) {
-	text, err := r.Jinja(name, src, map[string]any{"tag": tag, "data": data})
+	raw, slots, err := r.jinja(name, src, map[string]any{"tag": tag, "data": data})
 	if err != nil {
 		return "", nil, err
 	}
-	entries, err := sls.ParseYAML(name, text)
-	return text, entries, err
+	entries, err := sls.ParseYAMLValues(name, raw, slots)
+	if err != nil {
+		return raw, nil, err
+	}
+	text, err := slots.Text(raw)
+	if err != nil {
+		return raw, nil, &Error{File: name, Stage: "yaml", Err: err}
+	}
+	return text, entries, nil
 }
 
 // Forget drops name's cached template.
@@ -165,7 +209,7 @@ func (r *Renderer) template(name string, src []byte) (*exec.Template, error) {
 	if err != nil {
 		return nil, &Error{File: name, Stage: "jinja", Err: err}
 	}
-	tpl, err := parseTemplate(id, r.cfg, l, r.env)
+	tpl, err := parseTemplate(id, r.cfg, slotLoader{inner: l, cfg: r.cfg}, r.env)
 	if err != nil {
 		return nil, &Error{File: name, Line: jinjaErrLine(err), Stage: "jinja", Err: cleanErr(err)}
 	}
@@ -189,6 +233,8 @@ var (
 	lineRe      = regexp.MustCompile(`(?i)\bline:? (\d+)`)
 	parseSrcRe  = regexp.MustCompile(`(?s)failed to parse template '.*': `)
 	shiftedIDRe = regexp.MustCompile("\x00[^ ']*")
+	// gonja's wrapping of an error of outputStructure.Execute.
+	execOutputRe = regexp.MustCompile(`Unable to execute controlStructure at line \d+: ` + regexp.QuoteMeta(outputString) + `: `)
 )
 
 func jinjaErrLine(err error) int {
@@ -204,6 +250,8 @@ func jinjaErrLine(err error) int {
 // cleanErr drops the template source gonja puts in its parse errors.
 func cleanErr(err error) error {
 	s := parseSrcRe.ReplaceAllString(err.Error(), "")
+	s = strings.ReplaceAll(s, `Unable to parse controlStructure "`+outputTag+`": `, "")
+	s = execOutputRe.ReplaceAllString(s, "")
 	s = shiftedIDRe.ReplaceAllString(s, "template")
 	return fmt.Errorf("%s", s)
 }
@@ -234,8 +282,7 @@ func filterYAMLDquote(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *
 	if in.IsError() {
 		return in
 	}
-	b, _ := json.Marshal(in.String())
-	return exec.AsSafeValue(string(b))
+	return exec.AsSafeValue(quoteJSON(in.String()))
 }
 
 // plain turns gonja's values into plain Go maps, lists and scalars.
@@ -262,6 +309,30 @@ func plain(v any, depth int) any {
 	return v
 }
 
+// quoteJSON quotes s as JSON does, and also escapes what a YAML reader
+// would not keep as it is inside double quotes: C1 controls and DEL
+// (refused by YAML), NEL (a line break to YAML, folded into a space) and
+// byte order marks. The result is one line that YAML and JSON read as s.
+func quoteJSON(s string) string {
+	q, _ := json.Marshal(s)
+	if !strings.ContainsFunc(string(q), yamlEscaped) {
+		return string(q)
+	}
+	var b strings.Builder
+	for _, r := range string(q) {
+		if yamlEscaped(r) {
+			fmt.Fprintf(&b, `\u%04x`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func yamlEscaped(r rune) bool {
+	return r >= 0x7f && r <= 0x9f || r == 0xfeff || r == 0xfffe || r == 0xffff
+}
+
 // pyJSON writes v as Python's json.dumps(v, sort_keys=True) does, which is
 // what Salt's json filter gives: ", " and ": " separators, sorted keys.
 func pyJSON(b *strings.Builder, v any, depth int) error {
@@ -280,8 +351,7 @@ func pyJSON(b *strings.Builder, v any, depth int) error {
 			b.WriteString("false")
 		}
 	case string:
-		q, _ := json.Marshal(v)
-		b.Write(q)
+		b.WriteString(quoteJSON(v))
 	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
 		fmt.Fprint(b, v)
 	case float32:
@@ -312,8 +382,7 @@ func pyJSON(b *strings.Builder, v any, depth int) error {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			q, _ := json.Marshal(k)
-			b.Write(q)
+			b.WriteString(quoteJSON(k))
 			b.WriteString(": ")
 			if err := pyJSON(b, v[k], depth+1); err != nil {
 				return err

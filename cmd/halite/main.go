@@ -17,12 +17,12 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"go.yaml.in/yaml/v3"
 	"golang.org/x/term"
 
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/internal/cli"
 	"github.com/halite-fleet/halite/internal/output"
+	"github.com/halite-fleet/halite/internal/yamlbound"
 	"github.com/halite-fleet/halite/master/api"
 	"github.com/halite-fleet/halite/targets"
 )
@@ -152,7 +152,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		User: os.Getenv("USER"), ReturnConfig: o.retConfig,
 	}
 	if o.retKwargs != "" {
-		if err := yaml.Unmarshal([]byte(o.retKwargs), &req.ReturnKwargs); err != nil || req.ReturnKwargs == nil {
+		if err := yamlbound.Unmarshal([]byte(o.retKwargs), &req.ReturnKwargs); err != nil || req.ReturnKwargs == nil {
 			return cli.Usagef("--return_kwargs takes a dictionary, e.g. '{\"filename\": \"/tmp/x\"}': %q", o.retKwargs)
 		}
 	}

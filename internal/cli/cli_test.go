@@ -37,3 +37,16 @@ func TestParseFunArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestYAMLValueAliasBomb: a command-line argument holding a nested alias
+// bomb stays the string it is, at once.
+func TestYAMLValueAliasBomb(t *testing.T) {
+	arg := "{a: &a [x,x,x,x,x,x,x,x,x], b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a], c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b], " +
+		"d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c], e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d], f: [*e,*e,*e,*e,*e,*e,*e,*e,*e]}"
+	if got := YAMLValue(arg); got != arg {
+		t.Errorf("got %T, want the argument as a string", got)
+	}
+	if got, ok := YAMLValue("{a: &a [1, 2], b: *a}").(map[string]any); !ok || len(got["b"].([]any)) != 2 {
+		t.Errorf("got %v, want a mapping with b: [1, 2]", got)
+	}
+}

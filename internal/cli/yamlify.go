@@ -12,6 +12,8 @@ import (
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/halite-fleet/halite/internal/yamlbound"
 )
 
 // This file reads command-line arguments as Salt 3006 does: the kwarg split
@@ -200,6 +202,9 @@ func decodeYAML(s string) (*yaml.Node, error) {
 	}
 	if len(doc.Content) == 0 {
 		return nil, nil
+	}
+	if err := yamlbound.Check(&doc); err != nil {
+		return nil, fmt.Errorf("decode yaml: %w", err)
 	}
 	return doc.Content[0], nil
 }

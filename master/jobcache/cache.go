@@ -129,20 +129,43 @@ func (c *Cache) Close() error {
 	return nil
 }
 
-// SaveLoad records a job's load, replacing a load of the same jid.
+// SaveLoad records a job's load, replacing a load of the same jid. A load
+// that GetLoad could not read back is refused (see EncodeLoad).
 func (c *Cache) SaveLoad(l *Load) error {
+	b, err := EncodeLoad(l)
+	if err != nil {
+		return err
+	}
+	return c.SaveLoadEncoded(l.JID, b)
+}
+
+// EncodeLoad returns l as SaveLoad stores it. It refuses a load the cache
+// could not read back: the reader (GetLoad, jobs.list_jobs) decodes with
+// protocol.Unmarshal, whose limits (protocol.MaxNesting, MaxElements,
+// MaxContainers, valid UTF-8) are checked here by decoding the encoding
+// once. The publisher calls it before it sends the job, so such a job is
+// refused, not run with no record.
+func EncodeLoad(l *Load) ([]byte, error) {
 	if !protocol.IsJID(l.JID) {
-		return fmt.Errorf("save load: jid %q is not a 20-digit jid", l.JID)
+		return nil, fmt.Errorf("save load: jid %q is not a 20-digit jid", l.JID)
 	}
 	b, err := protocol.Marshal(l)
 	if err != nil {
-		return fmt.Errorf("save load %s: %w", l.JID, err)
+		return nil, fmt.Errorf("save load %s: %w", l.JID, err)
 	}
-	err = c.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketLoads).Put([]byte(l.JID), b)
+	if _, err := decodeLoad(b); err != nil {
+		return nil, fmt.Errorf("save load %s: the job cache could not read it back: %w", l.JID, err)
+	}
+	return b, nil
+}
+
+// SaveLoadEncoded records the load of jid as EncodeLoad returned it.
+func (c *Cache) SaveLoadEncoded(jid string, b []byte) error {
+	err := c.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketLoads).Put([]byte(jid), b)
 	})
 	if err != nil {
-		return fmt.Errorf("save load %s: %w", l.JID, err)
+		return fmt.Errorf("save load %s: %w", jid, err)
 	}
 	return nil
 }

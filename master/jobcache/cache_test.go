@@ -555,3 +555,58 @@ func TestSaveReturnsNew(t *testing.T) {
 		t.Errorf("after all calls returned: busy %v, %d queued, want idle and empty", busy, queued)
 	}
 }
+
+// TestEncodeLoadLimits: a load that GetLoad could not decode (over
+// protocol's decoder limits, or not valid UTF-8) is refused before it is
+// stored, and nothing is stored.
+func TestEncodeLoadLimits(t *testing.T) {
+	deep := any("x")
+	for range protocol.MaxNesting + 2 {
+		deep = []any{deep}
+	}
+	many := make([]any, protocol.MaxElements+1)
+	for i := range many {
+		many[i] = "a"
+	}
+	containers := make([]any, 0, 300)
+	for range 300 {
+		l := make([]any, 300)
+		for i := range l {
+			l[i] = []any{}
+		}
+		containers = append(containers, l)
+	}
+	jid := JIDAt(t0)
+	tests := []struct {
+		name string
+		load *Load
+		ok   bool
+	}{
+		{"small", &Load{JID: jid, Fun: "test.echo", Arg: []any{"hello"}}, true},
+		{"nested too deep", &Load{JID: jid, Fun: "test.echo", Arg: []any{deep}}, false},
+		{"too many items", &Load{JID: jid, Fun: "test.echo", Arg: many}, false},
+		{"too many containers", &Load{JID: jid, Fun: "test.echo", Arg: containers}, false},
+		{"invalid UTF-8", &Load{JID: jid, Fun: "test.echo", Kwarg: map[string]any{"text": "a\xffb"}}, false},
+	}
+	c := openCache(t, "")
+	defer c.Close()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := EncodeLoad(tt.load)
+			if got := err == nil; got != tt.ok {
+				t.Fatalf("EncodeLoad: got error %v, want ok %v", err, tt.ok)
+			}
+			if err := c.SaveLoad(tt.load); (err == nil) != tt.ok {
+				t.Fatalf("SaveLoad: got error %v, want ok %v", err, tt.ok)
+			}
+			_, err = c.GetLoad(jid)
+			switch {
+			case tt.ok && err != nil:
+				t.Errorf("GetLoad: got %v, want the load", err)
+			case !tt.ok && !errors.Is(err, ErrNotFound):
+				t.Errorf("GetLoad after a refused load: got %v, want not found", err)
+			}
+			c.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketLoads).Delete([]byte(jid)) })
+		})
+	}
+}

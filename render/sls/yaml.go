@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/halite-fleet/halite/internal/yamlbound"
 )
 
 // Entry is one top-level ID of a rendered SLS file, in file order.
@@ -38,8 +40,28 @@ func (e *Error) Unwrap() error { return e.Err }
 // ParseYAML reads rendered SLS text into its top-level entries, in order.
 // Empty text (or only comments) gives no entries and no error, as Salt
 // ignores an empty rendering. Plain scalars are read as PyYAML reads them
-// (YAML 1.1): yes/no/on/off are booleans.
+// (YAML 1.1): yes/no/on/off are booleans. Aliases may add at most
+// yamlbound's limits to the document.
 func ParseYAML(name, text string) ([]Entry, error) {
+	return ParseYAMLValues(name, text, nil)
+}
+
+// Values puts back the values a template interpolated, which stand in the
+// rendered text as tokens inside scalars (package render makes them, so
+// that a value cannot change the document's structure).
+type Values interface {
+	// In reports whether s, a scalar's text, holds a token.
+	In(s string) bool
+	// Text is s with each token replaced by its value's text.
+	Text(s string) (string, error)
+	// Plain is the value of a plain (unquoted) scalar s that holds tokens.
+	Plain(s string) (any, error)
+}
+
+// ParseYAMLValues is ParseYAML for text rendered with interpolated values
+// as tokens: scalars that hold tokens get vals' values (keys and quoted or
+// block scalars as text, plain scalars through vals.Plain).
+func ParseYAMLValues(name, text string, vals Values) ([]Entry, error) {
 	dec := yaml.NewDecoder(strings.NewReader(text))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -47,6 +69,10 @@ func ParseYAML(name, text string) ([]Entry, error) {
 			return nil, nil
 		}
 		return nil, &Error{File: name, Line: yamlErrLine(err), Stage: "yaml", Err: err}
+	}
+	var be *yamlbound.Error
+	if err := yamlbound.Check(&doc); errors.As(err, &be) {
+		return nil, &Error{File: name, Line: be.Line, Stage: "yaml", Err: errors.New(be.Msg)}
 	}
 	if len(doc.Content) == 0 {
 		return nil, nil
@@ -58,14 +84,19 @@ func ParseYAML(name, text string) ([]Entry, error) {
 	if root.Kind != yaml.MappingNode {
 		return nil, &Error{File: name, Line: root.Line, Stage: "yaml", Err: fmt.Errorf("expected a mapping of IDs at the top, got %s", kindName(root))}
 	}
+	d := decoder{vals: vals}
 	out := make([]Entry, 0, len(root.Content)/2)
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
-		val, err := decodeNode(v, 0)
+		id, err := d.key(k, 0)
+		if err != nil {
+			return nil, &Error{File: name, Line: k.Line, Stage: "yaml", Err: err}
+		}
+		val, err := d.node(v, 0)
 		if err != nil {
 			return nil, &Error{File: name, Line: v.Line, Stage: "yaml", Err: err}
 		}
-		out = append(out, Entry{ID: k.Value, Line: k.Line, Value: val})
+		out = append(out, Entry{ID: id, Line: k.Line, Value: val})
 	}
 	return out, nil
 }
@@ -83,22 +114,47 @@ func kindName(n *yaml.Node) string {
 	return "something else"
 }
 
-func decodeNode(n *yaml.Node, depth int) (any, error) {
+// decoder turns nodes into plain values, putting interpolated values
+// back.
+type decoder struct {
+	vals Values // nil: none
+}
+
+func (d decoder) holds(n *yaml.Node) bool {
+	return d.vals != nil && n.Kind == yaml.ScalarNode && d.vals.In(n.Value)
+}
+
+// key is a mapping key as a string; tokens in it become their text.
+func (d decoder) key(n *yaml.Node, depth int) (string, error) {
+	if d.holds(n) {
+		return d.vals.Text(n.Value)
+	}
+	k, err := d.node(n, depth)
+	if err != nil {
+		return "", err
+	}
+	if s, ok := k.(string); ok {
+		return s, nil
+	}
+	return fmt.Sprint(k), nil
+}
+
+func (d decoder) node(n *yaml.Node, depth int) (any, error) {
 	if depth > MaxDepth {
 		return nil, fmt.Errorf("nested deeper than %d", MaxDepth)
 	}
 	switch n.Kind {
 	case yaml.AliasNode:
-		return decodeNode(n.Alias, depth+1)
+		return d.node(n.Alias, depth+1)
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
 			return nil, nil
 		}
-		return decodeNode(n.Content[0], depth+1)
+		return d.node(n.Content[0], depth+1)
 	case yaml.SequenceNode:
 		out := make([]any, 0, len(n.Content))
 		for _, c := range n.Content {
-			v, err := decodeNode(c, depth+1)
+			v, err := d.node(c, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -108,15 +164,18 @@ func decodeNode(n *yaml.Node, depth int) (any, error) {
 	case yaml.MappingNode:
 		out := make(map[string]any, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, err := decodeNode(n.Content[i], depth+1)
+			kn := n.Content[i]
+			k, err := d.key(kn, depth+1)
 			if err != nil {
 				return nil, err
 			}
-			v, err := decodeNode(n.Content[i+1], depth+1)
+			v, err := d.node(n.Content[i+1], depth+1)
 			if err != nil {
 				return nil, err
 			}
-			if k == "<<" {
+			// Only the template's own "<<" merges, not a key that an
+			// interpolated value spelled.
+			if kn.Kind == yaml.ScalarNode && kn.Value == "<<" && kn.Style == 0 {
 				if m, ok := v.(map[string]any); ok {
 					for mk, mv := range m {
 						if _, ok := out[mk]; !ok {
@@ -126,10 +185,16 @@ func decodeNode(n *yaml.Node, depth int) (any, error) {
 					continue
 				}
 			}
-			out[fmt.Sprint(k)] = v
+			out[k] = v
 		}
 		return out, nil
 	case yaml.ScalarNode:
+		if d.holds(n) {
+			if n.Style == 0 {
+				return d.vals.Plain(n.Value)
+			}
+			return d.vals.Text(n.Value)
+		}
 		return scalar(n)
 	}
 	return nil, fmt.Errorf("line %d: unexpected YAML node", n.Line)
@@ -173,6 +238,21 @@ func scalar(n *yaml.Node) (any, error) {
 	return n.Value, nil
 }
 
+// ResolveScalar reads t as a plain YAML scalar on its own: what its text
+// alone says (an int, a float, a bool, null), else the string t. It never
+// reads structure: "[a]", "a: b", "*x" and "!!tag x" stay strings.
+func ResolveScalar(t string) (any, error) {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Value: t}
+	tag := n.ShortTag()
+	switch tag {
+	case "!!int", "!!float", "!!bool", "!!null":
+	default:
+		tag = "!!str"
+	}
+	n.Tag = tag
+	return scalar(n)
+}
+
 func yamlErrLine(err error) int {
 	s := err.Error()
 	i := strings.Index(s, "line ")
@@ -204,9 +284,19 @@ func MarshalFlowYAML(v any) (string, error) {
 	return strings.TrimSuffix(buf.String(), "\n"), nil
 }
 
+func needsEscape(r rune) bool {
+	return r < 0x20 || r >= 0x7f && r <= 0x9f || r == 0x2028 || r == 0x2029 || r == 0xfeff || r == 0xfffe || r == 0xffff
+}
+
+// setFlow puts collections in flow style and strings that hold line
+// breaks or characters YAML does not print in double quotes, where they
+// are escaped: the output stays on one line wherever a template puts it.
 func setFlow(n *yaml.Node) {
-	if n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode {
+	switch {
+	case n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode:
 		n.Style = yaml.FlowStyle
+	case n.Kind == yaml.ScalarNode && strings.ContainsFunc(n.Value, needsEscape):
+		n.Style = yaml.DoubleQuotedStyle
 	}
 	for _, c := range n.Content {
 		setFlow(c)

@@ -1,0 +1,75 @@
+package sls
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestParseYAMLAliasBomb: a plain-YAML reactor file (what the default
+// agent reads without Jinja) holding an alias bomb is refused at once,
+// with the alias's line; a few anchors reused are fine.
+func TestParseYAMLAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n")
+	for i := 1; i <= 9; i++ {
+		p := "*a" + string(rune('0'+i-1))
+		b.WriteString("a" + string(rune('0'+i)) + ": &a" + string(rune('0'+i)) + " [" + strings.Repeat(p+", ", 8) + p + "]\n")
+	}
+	start := time.Now()
+	_, err := ParseYAML("bomb.sls", b.String())
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("took %v, want well under a second", d)
+	}
+	var se *Error
+	if !errors.As(err, &se) || se.Line != 6 || se.Stage != "yaml" {
+		t.Fatalf("got %v, want a yaml error at line 6", err)
+	}
+	entries, err := ParseYAML("ok.sls", "d: &d {tgt: web1}\nr:\n  local.test.ping:\n    - <<: *d\n    - <<: *d\n")
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("got %v, %v; want 2 entries", entries, err)
+	}
+}
+
+// TestResolveScalar: a value alone in a plain scalar is read as a YAML
+// scalar on its own, never as structure.
+func TestResolveScalar(t *testing.T) {
+	tests := []struct {
+		in   string
+		want any
+	}{
+		{"web1", "web1"}, {"5", 5}, {"0x10", 16}, {"1.5", 1.5}, {"yes", true}, {"Off", false},
+		{"true", true}, {"", nil}, {"~", nil}, {"null", nil},
+		{"[a, b]", "[a, b]"}, {"{a: 1}", "{a: 1}"}, {"a: b", "a: b"}, {"*x", "*x"}, {"&x y", "&x y"},
+		{"!!str 5", "!!str 5"}, {"<<", "<<"}, {"- a", "- a"}, {"a\nb: c", "a\nb: c"}, {"5\n", "5\n"},
+	}
+	for _, tt := range tests {
+		got, err := ResolveScalar(tt.in)
+		if err != nil || !cmp.Equal(got, tt.want) {
+			t.Errorf("ResolveScalar(%q): got %#v, %v; want %#v", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+// TestMarshalFlowYAMLOneLine: |yaml output stays on one line whatever
+// the strings hold, so it cannot break out of where a template puts it.
+func TestMarshalFlowYAMLOneLine(t *testing.T) {
+	for _, v := range []any{
+		"a\nb: c", "x\u2028y", "x\u0085y", "x\ry", "\t- a", map[string]any{"k": "v\n- w"}, []any{"a\n", "b\u2029"},
+	} {
+		s, err := MarshalFlowYAML(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.ContainsAny(s, "\n\r\u0085\u2028\u2029") {
+			t.Errorf("MarshalFlowYAML(%q) = %q, want one line", v, s)
+		}
+		entries, err := ParseYAML("x", "x: "+s)
+		if err != nil || !cmp.Equal(entries[0].Value, v) {
+			t.Errorf("x: %s reads back as %v, %v; want %q", s, entries, err, v)
+		}
+	}
+}
