@@ -319,7 +319,7 @@ func (a *Agent) readLoop(ctx, sessCtx context.Context, l *link, f *protocol.Fram
 		}
 		switch msg := msg.(type) {
 		case *protocol.Job:
-			a.handleJobFrom(ctx, msg, l.out)
+			a.handleJobFrom(ctx, msg, l.addr, l.out)
 		case *protocol.Ping:
 			l.out.push(&protocol.Pong{Seq: msg.Seq})
 		case *protocol.Pong:
@@ -335,11 +335,11 @@ func (a *Agent) readLoop(ctx, sessCtx context.Context, l *link, f *protocol.Fram
 
 // handleJob verifies a job, checks that it is for this agent and runs it,
 // its return going to the first master's outbox.
-func (a *Agent) handleJob(ctx context.Context, j *protocol.Job) { a.handleJobFrom(ctx, j, a.out) }
+func (a *Agent) handleJob(ctx context.Context, j *protocol.Job) { a.handleJobFrom(ctx, j, "", a.out) }
 
-// handleJobFrom is handleJob for a job that came from the master whose
-// outbox is out: the return goes there.
-func (a *Agent) handleJobFrom(ctx context.Context, j *protocol.Job, out *outbox) {
+// handleJobFrom is handleJob for a job that came from the master at link
+// (its address) whose outbox is out: the return goes there.
+func (a *Agent) handleJobFrom(ctx context.Context, j *protocol.Job, link string, out *outbox) {
 	pub := a.masterPub.Load()
 	if pub == nil {
 		a.log.Warn("job before the master key was pinned; dropped")
@@ -355,8 +355,15 @@ func (a *Agent) handleJobFrom(ctx context.Context, j *protocol.Job, out *outbox)
 			zap.String("tgt", body.Tgt), zap.String("tgt_type", body.TgtType))
 		return
 	}
-	if !a.firstTime(body.JID) {
-		a.log.Info("job already run; not running it twice", zap.String("jid", body.JID))
+	ok, why, err := a.jobs.take(body, link)
+	if err != nil {
+		a.log.Error("job log: the job runs, but a restart would not know it ran", zap.String("jid", body.JID), zap.Error(err))
+	}
+	if !ok {
+		// No return: the job's own return, if any, is the one the
+		// master keeps (a replay must not overwrite it).
+		a.log.Warn("refusing job: "+why, zap.String("jid", body.JID), zap.String("fun", body.Fun),
+			zap.String("master", body.Master))
 		return
 	}
 	a.jobWG.Add(1)
@@ -380,26 +387,6 @@ func (a *Agent) forMe(b *protocol.JobBody) bool {
 		return true
 	}
 	return m.Match(&targets.Minion{ID: a.cfg.ID, Grains: a.grains.Get()})
-}
-
-// firstTime records jid and reports whether it was new. Ids older than an
-// hour are forgotten.
-func (a *Agent) firstTime(jid string) bool {
-	a.jobsMu.Lock()
-	defer a.jobsMu.Unlock()
-	if _, ok := a.seen[jid]; ok {
-		return false
-	}
-	now := time.Now()
-	if len(a.seen) > 1000 {
-		for k, t := range a.seen {
-			if now.Sub(t) > time.Hour {
-				delete(a.seen, k)
-			}
-		}
-	}
-	a.seen[jid] = now
-	return true
 }
 
 // runJob runs a job and queues its signed return.
@@ -437,7 +424,14 @@ func (a *Agent) runJob(ctx context.Context, b *protocol.JobBody, out *outbox) {
 			return
 		}
 	}
-	a.spoolItem(out, protocol.TypeReturn, enc, b.JID)
+	if a.spoolItem(out, protocol.TypeReturn, enc, b.JID) != nil {
+		// Lost (logged): let the next start report the job killed
+		// rather than silent.
+		return
+	}
+	if err := a.jobs.done(b); err != nil {
+		a.log.Warn("job log", zap.String("jid", b.JID), zap.Error(err))
+	}
 }
 
 // spoolItem puts a return or an event in the outbox, logging a failure
@@ -535,4 +529,46 @@ func (a *Agent) seal(it spoolItem, seq uint64, macKey []byte) (protocol.Message,
 func madeBy(body []byte, id string) bool {
 	want, err := protocol.Marshal(id)
 	return err == nil && len(body) > 2 && body[1] == 0x01 && bytes.HasPrefix(body[2:], want)
+}
+
+// reportKilled answers the jobs that were running when the agent last
+// stopped without finishing them (killed, crashed, or its device lost
+// power): what is left of their processes is killed, and each gets a
+// failed return, so that the master has an answer instead of silence. A
+// job whose return made it to the outbox just before the agent died is
+// only marked done.
+func (a *Agent) reportKilled() {
+	for _, r := range a.jobs.killedJobs() {
+		if n, err := exec.KillJobProcesses(a.cfg.ID, r.JID); err != nil {
+			a.log.Warn("cannot look for the processes of a job killed with the agent", zap.String("jid", r.JID), zap.Error(err))
+		} else if n > 0 {
+			a.log.Warn("killed the processes left by a job that ran when the agent stopped", zap.String("jid", r.JID), zap.Int("processes", n))
+		}
+		out := a.out
+		for _, l := range a.links {
+			if l.addr == r.Link {
+				out = l.out
+			}
+		}
+		if !out.spool.holdsReturn(r.JID) {
+			ret := &protocol.ReturnBody{
+				ID: a.cfg.ID, JID: r.JID, Fun: r.Fun,
+				Return:  fmt.Sprintf("ERROR: job %s (%s) was killed: the agent stopped while it ran", r.JID, r.Fun),
+				Retcode: exec.RetcodeGeneric, Success: false,
+				Stamp: event.Stamp(time.Now()),
+			}
+			enc, err := protocol.Marshal(ret)
+			if err != nil {
+				a.log.Error("encode the return of a killed job", zap.String("jid", r.JID), zap.Error(err))
+				continue
+			}
+			if a.spoolItem(out, protocol.TypeReturn, enc, r.JID) != nil {
+				continue
+			}
+			a.log.Warn("job was running when the agent stopped; reported killed", zap.String("jid", r.JID), zap.String("fun", r.Fun))
+		}
+		if err := a.jobs.finish(r); err != nil {
+			a.log.Warn("job log", zap.String("jid", r.JID), zap.Error(err))
+		}
+	}
 }

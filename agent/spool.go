@@ -295,3 +295,16 @@ func (s *spool) close() error {
 	}
 	return serr
 }
+
+// holdsReturn reports whether a return for job jid waits.
+func (s *spool) holdsReturn(jid string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, it := range s.items {
+		var b protocol.ReturnBody
+		if it.kind == protocol.TypeReturn && protocol.Unmarshal(it.body, &b) == nil && b.JID == jid {
+			return true
+		}
+	}
+	return false
+}

@@ -59,7 +59,7 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 	jb := &protocol.JobBody{
 		JID: jid, Tgt: req.Tgt, TgtType: tgtTypeOr(req.TgtType), Fun: req.Fun,
 		Arg: req.Arg, Kwarg: jobKwarg, User: user, Ret: req.Ret, Master: m.name,
-		Delimiter: req.Delimiter,
+		Delimiter: req.Delimiter, Issued: time.Now().Unix(),
 	}
 	job, err := protocol.SignJob(m.id.Priv, jb)
 	if err != nil {
