@@ -52,11 +52,9 @@ type jobRecord struct {
 	Link   string `cbor:"5,keyasint,omitempty"` // the master address its return goes to
 }
 
-func (r jobRecord) key() jobKey { return jobKey{r.Master, r.JID} }
-
-// jobKey names a job: jids are unique per master (a master's JIDGen), and
+// key names r's job: jids are unique per master (a master's JIDGen), and
 // two masters of a set may make the same one.
-type jobKey struct{ master, jid string }
+func (r jobRecord) key() string { return r.Master + "\x00" + r.JID }
 
 // masterMark is what the log knows of one master's jobs.
 type masterMark struct {
@@ -86,32 +84,33 @@ type masterMark struct {
 // record is dropped on open.
 type jobLog struct {
 	path   string
-	window time.Duration    // job_replay_window; 0: no time checks
+	window int64            // job_replay_window in seconds; 0: no time checks
 	now    func() time.Time // time.Now but in tests
 
 	mu      sync.Mutex
 	f       *os.File
-	seen    map[jobKey]jobRecord
-	order   []jobKey // of seen, oldest first
+	seen    map[string]jobRecord
+	order   []string // of seen, oldest first
 	masters map[string]*masterMark
-	running map[jobKey]jobRecord
+	running map[string]jobRecord
 	records int  // records in the file
 	dirty   bool // written since the last fsync
 }
 
 // openJobLog opens or creates dir/jobs.log.
 func openJobLog(dir string, window time.Duration) (*jobLog, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("open job log %s: %w", dir, err)
-	}
 	l := &jobLog{
-		path: filepath.Join(dir, jobLogFile), window: window, now: time.Now,
-		seen: map[jobKey]jobRecord{}, masters: map[string]*masterMark{}, running: map[jobKey]jobRecord{},
+		path: filepath.Join(dir, jobLogFile), window: int64(window / time.Second), now: time.Now,
+		seen: map[string]jobRecord{}, masters: map[string]*masterMark{}, running: map[string]jobRecord{},
 	}
-	if err := l.load(); err != nil {
-		return nil, fmt.Errorf("open job log %s: %w", l.path, err)
+	err := os.MkdirAll(dir, 0o700)
+	if err == nil {
+		err = l.load()
 	}
-	if err := l.compact(); err != nil {
+	if err == nil {
+		err = l.compact()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("open job log %s: %w", l.path, err)
 	}
 	return l, nil
@@ -172,38 +171,22 @@ func (l *jobLog) remember(r jobRecord) {
 	l.seen[r.key()] = r
 	l.order = append(l.order, r.key())
 	m := l.mark(r.Master)
-	if r.Issued > 0 {
-		n := r.Issued
-		if now := l.now(); l.window > 0 && now.After(clockSet) {
-			// A master whose clock ran ahead once must not block its
-			// own jobs for long after.
-			n = min(n, now.Add(l.window).Unix())
-		}
-		m.Newest = max(m.Newest, n)
+	n := r.Issued
+	if now := l.now(); now.After(clockSet) {
+		// A master whose clock ran ahead once must not block its own
+		// jobs for long after.
+		n = min(n, now.Unix()+l.window)
 	}
+	m.Newest = max(m.Newest, n)
 	for len(l.order) > jobLogKeep {
-		k := l.order[0]
-		l.order[0] = jobKey{}
+		old := l.seen[l.order[0]]
+		delete(l.seen, l.order[0])
 		l.order = l.order[1:]
-		old, ok := l.seen[k]
-		if !ok {
-			continue
-		}
-		delete(l.seen, k)
-		if _, run := l.running[k]; run {
-			// Still running: still reported killed should the agent
-			// die, and still refused below by the floor.
-			l.seen[k] = old
-			l.order = append(l.order, k)
-			if len(l.running) >= jobLogKeep {
-				break
-			}
-			continue
-		}
 		// A job the newest of its master's puts past the window is
 		// refused without being remembered; one still within it (a job
 		// storm) is refused by its master's floor. (Not by the agent's
-		// clock: a device's clock may be lost at the next boot.)
+		// clock: a device's clock may be lost at the next boot.) A job
+		// forgotten while it runs is still in running.
 		if om := l.mark(old.Master); !l.pastNewest(om, old.Issued) {
 			om.Floor = max(om.Floor, old.JID)
 		}
@@ -214,23 +197,18 @@ func (l *jobLog) remember(r jobRecord) {
 // said) is older than job_replay_window before the newest job of the
 // master of m.
 func (l *jobLog) pastNewest(m *masterMark, issued int64) bool {
-	return l.window > 0 && issued > 0 && m != nil && m.Newest != 0 && time.Unix(issued, 0).Before(time.Unix(m.Newest, 0).Add(-l.window))
+	return l.window > 0 && issued > 0 && m != nil && issued < m.Newest-l.window
 }
 
 // tooOld says why a job issued at issued by the master of m is too old to
 // run, or "" if it is not.
 func (l *jobLog) tooOld(m *masterMark, issued int64) string {
-	if l.window <= 0 || issued == 0 {
-		return ""
-	}
-	t := time.Unix(issued, 0)
-	if l.pastNewest(m, issued) {
-		return fmt.Sprintf("issued %s, more than job_replay_window (%s) before the newest job seen from its master (%s)",
-			t.UTC().Format(time.RFC3339), l.window, time.Unix(m.Newest, 0).UTC().Format(time.RFC3339))
-	}
-	if now := l.now(); now.After(clockSet) && t.Before(now.Add(-l.window)) {
-		return fmt.Sprintf("issued %s, more than job_replay_window (%s) ago by this agent's clock (%s); check both clocks",
-			t.UTC().Format(time.RFC3339), l.window, now.UTC().Format(time.RFC3339))
+	switch {
+	case l.window <= 0 || issued == 0:
+	case l.pastNewest(m, issued):
+		return "issued more than job_replay_window before the newest job seen from its master"
+	case l.now().After(clockSet) && issued < l.now().Unix()-l.window:
+		return "issued more than job_replay_window ago by this agent's clock (check both clocks)"
 	}
 	return ""
 }
@@ -251,15 +229,15 @@ func (l *jobLog) take(b *protocol.JobBody, link string) (ok bool, reason string,
 		return false, "already taken (a replay)", nil
 	}
 	m := l.masters[r.Master]
-	if m != nil && m.Floor != "" && r.JID <= m.Floor {
-		return false, fmt.Sprintf("older than the jobs this agent forgot (jid %s of its master and before)", m.Floor), nil
+	if m != nil && r.JID <= m.Floor {
+		return false, "older than the jobs this agent forgot (its master's floor)", nil
 	}
 	if why := l.tooOld(m, r.Issued); why != "" {
 		return false, why, nil
 	}
 	l.remember(r)
 	l.running[r.key()] = r
-	return true, "", l.append(recJobTaken, r)
+	return true, "", l.append(recJobTaken, &r)
 }
 
 // done records that job b's return is in the outbox.
@@ -278,20 +256,7 @@ func (l *jobLog) finish(r jobRecord) error {
 	if l.records > 3*jobLogKeep {
 		return l.compact()
 	}
-	return l.append(recJobDone, jobRecord{JID: r.JID, Master: r.Master})
-}
-
-// killedJobs returns the jobs that were running when the agent last died.
-func (l *jobLog) killedJobs() []jobRecord {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []jobRecord
-	for _, k := range l.order {
-		if r, ok := l.running[k]; ok {
-			out = append(out, r)
-		}
-	}
-	return out
+	return l.append(recJobDone, &jobRecord{JID: r.JID, Master: r.Master})
 }
 
 // append writes one record. l.mu is held.
@@ -299,59 +264,62 @@ func (l *jobLog) append(kind byte, v any) error {
 	if l.f == nil {
 		return fmt.Errorf("write job log %s: closed", l.path)
 	}
-	body, err := protocol.Marshal(v)
+	b, err := appendRecord(nil, kind, v)
+	if err == nil {
+		l.dirty = true
+		l.records++
+		_, err = l.f.Write(b)
+	}
 	if err != nil {
 		return fmt.Errorf("write job log %s: %w", l.path, err)
 	}
-	l.dirty = true
-	l.records++
-	if _, err := l.f.Write(reclog.Append(nil, kind, 0, body)); err != nil {
-		return fmt.Errorf("write job log %s: %w", l.path, err)
-	}
 	return nil
+}
+
+// appendRecord appends to dst a record of kind whose body is v in CBOR.
+func appendRecord(dst []byte, kind byte, v any) ([]byte, error) {
+	body, err := protocol.Marshal(v)
+	return reclog.Append(dst, kind, 0, body), err
 }
 
 // compact rewrites the log with what it must keep, durably, and reopens
 // it for appending. l.mu is held or l is not shared yet.
 func (l *jobLog) compact() error {
 	var buf []byte
+	var err error
 	n := 0
-	add := func(kind byte, v any) error {
-		body, err := protocol.Marshal(v)
-		if err != nil {
-			return err
-		}
-		buf = reclog.Append(buf, kind, 0, body)
-		n++
-		return nil
-	}
 	for _, m := range l.masters {
-		if m.Newest == 0 && m.Floor == "" {
-			continue
-		}
-		if err := add(recJobMaster, m); err != nil {
-			return err
+		if err == nil && (m.Newest != 0 || m.Floor != "") {
+			buf, err = appendRecord(buf, recJobMaster, m)
+			n++
 		}
 	}
 	for _, k := range l.order {
-		r, ok := l.seen[k]
-		if !ok {
-			continue
+		r := l.seen[k]
+		if err == nil {
+			buf, err = appendRecord(buf, recJobTaken, &r)
+			n++
 		}
-		if err := add(recJobTaken, r); err != nil {
-			return err
+		if _, run := l.running[k]; !run && err == nil {
+			buf, err = appendRecord(buf, recJobDone, &jobRecord{JID: r.JID, Master: r.Master})
+			n++
 		}
-		if _, run := l.running[k]; !run {
-			if err := add(recJobDone, jobRecord{JID: r.JID, Master: r.Master}); err != nil {
-				return err
-			}
+	}
+	for k, r := range l.running {
+		if _, ok := l.seen[k]; !ok && err == nil {
+			buf, err = appendRecord(buf, recJobTaken, &r)
+			n++
 		}
+	}
+	if err != nil {
+		return err
 	}
 	// On failure the old file stays, and so does l.f, appending to it.
 	if err := atomicfile.Write(l.path, buf, 0o600); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0o600)
+	var f *os.File
+	f, err = os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
@@ -365,24 +333,15 @@ func (l *jobLog) compact() error {
 // syncLoop fsyncs the log, at most every syncInterval, when something was
 // written since the last sync, until ctx ends (close syncs the rest).
 func (l *jobLog) syncLoop(ctx context.Context) error {
-	t := time.NewTicker(syncInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	return syncLoop(ctx, "job log "+l.path, func() *os.File {
 		l.mu.Lock()
-		f, dirty := l.f, l.dirty
-		l.dirty = false
-		l.mu.Unlock()
-		if f != nil && dirty {
-			if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
-				return fmt.Errorf("sync job log %s: %w", l.path, err)
-			}
+		defer l.mu.Unlock()
+		if !l.dirty {
+			return nil
 		}
-	}
+		l.dirty = false
+		return l.f
+	})
 }
 
 // close syncs and closes the log.

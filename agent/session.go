@@ -402,29 +402,8 @@ func (a *Agent) runJob(ctx context.Context, b *protocol.JobBody, out *outbox) {
 	ret := &protocol.ReturnBody{
 		ID: a.cfg.ID, JID: b.JID, Fun: b.Fun, FunArgs: funArgs,
 		Return: res.Return, Retcode: res.Retcode, Success: res.Success,
-		Stamp: event.Stamp(time.Now()),
 	}
-	// A return that cannot be encoded, or would not fit in a frame, still
-	// answers the job, with a failure saying why.
-	enc, err := protocol.Marshal(ret)
-	if err != nil {
-		a.log.Error("encode return", zap.String("jid", b.JID), zap.Error(err))
-		ret.Return = "return could not be encoded: " + err.Error()
-		ret.Retcode, ret.Success = 1, false
-		enc = nil
-	} else if max := protocol.DefaultMaxFrame - 4096; len(enc) > max {
-		a.log.Error("return too large", zap.String("jid", b.JID), zap.Int("bytes", len(enc)))
-		ret.Return = fmt.Sprintf("return too large: %d bytes encoded, the limit is %d", len(enc), max)
-		ret.Retcode, ret.Success = 1, false
-		enc = nil
-	}
-	if enc == nil {
-		if enc, err = protocol.Marshal(ret); err != nil {
-			a.log.Error("encode return; dropped", zap.String("jid", b.JID), zap.Error(err))
-			return
-		}
-	}
-	if a.spoolItem(out, protocol.TypeReturn, enc, b.JID) != nil {
+	if a.queueReturn(out, ret) != nil {
 		// Lost (logged): let the next start report the job killed
 		// rather than silent.
 		return
@@ -432,6 +411,32 @@ func (a *Agent) runJob(ctx context.Context, b *protocol.JobBody, out *outbox) {
 	if err := a.jobs.done(b); err != nil {
 		a.log.Warn("job log", zap.String("jid", b.JID), zap.Error(err))
 	}
+}
+
+// queueReturn stamps ret and puts it in out.
+func (a *Agent) queueReturn(out *outbox, ret *protocol.ReturnBody) error {
+	ret.Stamp = event.Stamp(time.Now())
+	// A return that cannot be encoded, or would not fit in a frame, still
+	// answers the job, with a failure saying why.
+	enc, err := protocol.Marshal(ret)
+	if err != nil {
+		a.log.Error("encode return", zap.String("jid", ret.JID), zap.Error(err))
+		ret.Return = "return could not be encoded: " + err.Error()
+		ret.Retcode, ret.Success = 1, false
+		enc = nil
+	} else if max := protocol.DefaultMaxFrame - 4096; len(enc) > max {
+		a.log.Error("return too large", zap.String("jid", ret.JID), zap.Int("bytes", len(enc)))
+		ret.Return = fmt.Sprintf("return too large: %d bytes encoded, the limit is %d", len(enc), max)
+		ret.Retcode, ret.Success = 1, false
+		enc = nil
+	}
+	if enc == nil {
+		if enc, err = protocol.Marshal(ret); err != nil {
+			a.log.Error("encode return; dropped", zap.String("jid", ret.JID), zap.Error(err))
+			return err
+		}
+	}
+	return a.spoolItem(out, protocol.TypeReturn, enc, ret.JID)
 }
 
 // spoolItem puts a return or an event in the outbox, logging a failure
@@ -534,38 +539,26 @@ func madeBy(body []byte, id string) bool {
 // reportKilled answers the jobs that were running when the agent last
 // stopped without finishing them (killed, crashed, or its device lost
 // power): what is left of their processes is killed, and each gets a
-// failed return, so that the master has an answer instead of silence. A
-// job whose return made it to the outbox just before the agent died is
-// only marked done.
+// failed return, so that the master has an answer instead of silence. (If
+// the agent died just after queueing the job's own return, the master
+// keeps that one, the first, and ignores this.)
 func (a *Agent) reportKilled() {
-	for _, r := range a.jobs.killedJobs() {
-		if n, err := exec.KillJobProcesses(a.cfg.ID, r.JID); err != nil {
-			a.log.Warn("cannot look for the processes of a job killed with the agent", zap.String("jid", r.JID), zap.Error(err))
-		} else if n > 0 {
-			a.log.Warn("killed the processes left by a job that ran when the agent stopped", zap.String("jid", r.JID), zap.Int("processes", n))
-		}
+	// Not shared yet: New calls this.
+	for _, r := range a.jobs.running {
+		n, err := exec.KillJobProcesses(a.cfg.ID, r.JID)
+		a.log.Warn("job was running when the agent stopped; reported killed", zap.String("jid", r.JID),
+			zap.String("fun", r.Fun), zap.Int("processes_killed", n), zap.Error(err))
 		out := a.out
 		for _, l := range a.links {
 			if l.addr == r.Link {
 				out = l.out
 			}
 		}
-		if !out.spool.holdsReturn(r.JID) {
-			ret := &protocol.ReturnBody{
-				ID: a.cfg.ID, JID: r.JID, Fun: r.Fun,
-				Return:  fmt.Sprintf("ERROR: job %s (%s) was killed: the agent stopped while it ran", r.JID, r.Fun),
-				Retcode: exec.RetcodeGeneric, Success: false,
-				Stamp: event.Stamp(time.Now()),
-			}
-			enc, err := protocol.Marshal(ret)
-			if err != nil {
-				a.log.Error("encode the return of a killed job", zap.String("jid", r.JID), zap.Error(err))
-				continue
-			}
-			if a.spoolItem(out, protocol.TypeReturn, enc, r.JID) != nil {
-				continue
-			}
-			a.log.Warn("job was running when the agent stopped; reported killed", zap.String("jid", r.JID), zap.String("fun", r.Fun))
+		if a.queueReturn(out, &protocol.ReturnBody{
+			ID: a.cfg.ID, JID: r.JID, Fun: r.Fun, Retcode: exec.RetcodeGeneric,
+			Return: "ERROR: job " + r.JID + " (" + r.Fun + ") was killed: the agent stopped while it ran",
+		}) != nil {
+			continue
 		}
 		if err := a.jobs.finish(r); err != nil {
 			a.log.Warn("job log", zap.String("jid", r.JID), zap.Error(err))
