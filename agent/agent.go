@@ -46,8 +46,7 @@ type Agent struct {
 	pinMu     sync.Mutex                        // one pin check (and first-use record) at a time
 	nconn     atomic.Int32                      // sessions up
 
-	jobsMu sync.Mutex
-	seen   map[string]time.Time // recent job ids, so a job is never run twice
+	jobs *jobLog // the jobs taken, so that none runs twice (joblog.go)
 
 	jobWG sync.WaitGroup
 
@@ -93,7 +92,15 @@ func New(cfg *config.Agent, log *zap.Logger) (*Agent, error) {
 		out:   outs[0],
 		outs:  outs,
 		links: links,
-		seen:  make(map[string]time.Time),
+	}
+	closeSpools := func() {
+		for _, o := range outs {
+			o.spool.close()
+		}
+	}
+	if a.jobs, err = openJobLog(cfg.CacheDir, time.Duration(cfg.JobReplayWindow)*time.Second); err != nil {
+		closeSpools()
+		return nil, err
 	}
 	a.grains = grains.New(cfg.ID, cfg.Grains, log.Named("grains"))
 	a.exec = exec.New(exec.Options{
@@ -109,11 +116,11 @@ func New(cfg *config.Agent, log *zap.Logger) (*Agent, error) {
 		a.engines, err = a.newEngines()
 	}
 	if err != nil {
-		for _, o := range outs {
-			o.spool.close()
-		}
+		closeSpools()
+		a.jobs.close()
 		return nil, err
 	}
+	a.reportKilled()
 	return a, nil
 }
 
@@ -132,6 +139,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	for _, o := range a.outs {
 		g.Go(func() error { return o.spool.syncLoop(gctx) })
 	}
+	g.Go(func() error { return a.jobs.syncLoop(gctx) })
 	g.Go(func() error {
 		<-gctx.Done()
 		ln.Close()
@@ -164,6 +172,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		if cerr := o.spool.close(); cerr != nil {
 			a.log.Warn("close outbox", zap.Error(cerr))
 		}
+	}
+	if cerr := a.jobs.close(); cerr != nil {
+		a.log.Warn("close job log", zap.Error(cerr))
 	}
 	if ctx.Err() != nil {
 		return nil

@@ -329,7 +329,7 @@ func (a *Agent) readLoop(ctx, sessCtx context.Context, l *link, f *protocol.Fram
 		}
 		switch msg := msg.(type) {
 		case *protocol.Job:
-			a.handleJobFrom(ctx, msg, l.out)
+			a.handleJobFrom(ctx, msg, l.addr, l.out)
 		case *protocol.Ping:
 			l.out.push(&protocol.Pong{Seq: msg.Seq})
 		case *protocol.Pong:
@@ -345,11 +345,11 @@ func (a *Agent) readLoop(ctx, sessCtx context.Context, l *link, f *protocol.Fram
 
 // handleJob verifies a job, checks that it is for this agent and runs it,
 // its return going to the first master's outbox.
-func (a *Agent) handleJob(ctx context.Context, j *protocol.Job) { a.handleJobFrom(ctx, j, a.out) }
+func (a *Agent) handleJob(ctx context.Context, j *protocol.Job) { a.handleJobFrom(ctx, j, "", a.out) }
 
-// handleJobFrom is handleJob for a job that came from the master whose
-// outbox is out: the return goes there.
-func (a *Agent) handleJobFrom(ctx context.Context, j *protocol.Job, out *outbox) {
+// handleJobFrom is handleJob for a job that came from the master at link
+// (its address) whose outbox is out: the return goes there.
+func (a *Agent) handleJobFrom(ctx context.Context, j *protocol.Job, link string, out *outbox) {
 	pub := a.masterPub.Load()
 	if pub == nil {
 		a.log.Warn("job before the master key was pinned; dropped")
@@ -365,8 +365,15 @@ func (a *Agent) handleJobFrom(ctx context.Context, j *protocol.Job, out *outbox)
 			zap.String("tgt", body.Tgt), zap.String("tgt_type", body.TgtType))
 		return
 	}
-	if !a.firstTime(body.JID) {
-		a.log.Info("job already run; not running it twice", zap.String("jid", body.JID))
+	ok, why, err := a.jobs.take(body, link)
+	if err != nil {
+		a.log.Error("job log: the job runs, but a restart would not know it ran", zap.String("jid", body.JID), zap.Error(err))
+	}
+	if !ok {
+		// No return: the job's own return, if any, is the one the
+		// master keeps (a replay must not overwrite it).
+		a.log.Warn("refusing job: "+why, zap.String("jid", body.JID), zap.String("fun", body.Fun),
+			zap.String("master", body.Master))
 		return
 	}
 	a.jobWG.Add(1)
@@ -392,26 +399,6 @@ func (a *Agent) forMe(b *protocol.JobBody) bool {
 	return m.Match(&targets.Minion{ID: a.cfg.ID, Grains: a.grains.Get()})
 }
 
-// firstTime records jid and reports whether it was new. Ids older than an
-// hour are forgotten.
-func (a *Agent) firstTime(jid string) bool {
-	a.jobsMu.Lock()
-	defer a.jobsMu.Unlock()
-	if _, ok := a.seen[jid]; ok {
-		return false
-	}
-	now := time.Now()
-	if len(a.seen) > 1000 {
-		for k, t := range a.seen {
-			if now.Sub(t) > time.Hour {
-				delete(a.seen, k)
-			}
-		}
-	}
-	a.seen[jid] = now
-	return true
-}
-
 // runJob runs a job and queues its signed return.
 func (a *Agent) runJob(ctx context.Context, b *protocol.JobBody, out *outbox) {
 	res := a.exec.Run(ctx, exec.Request{
@@ -425,29 +412,41 @@ func (a *Agent) runJob(ctx context.Context, b *protocol.JobBody, out *outbox) {
 	ret := &protocol.ReturnBody{
 		ID: a.cfg.ID, JID: b.JID, Fun: b.Fun, FunArgs: funArgs,
 		Return: res.Return, Retcode: res.Retcode, Success: res.Success,
-		Stamp: event.Stamp(time.Now()),
 	}
+	if a.queueReturn(out, ret) != nil {
+		// Lost (logged): let the next start report the job killed
+		// rather than silent.
+		return
+	}
+	if err := a.jobs.done(b); err != nil {
+		a.log.Warn("job log", zap.String("jid", b.JID), zap.Error(err))
+	}
+}
+
+// queueReturn stamps ret and puts it in out.
+func (a *Agent) queueReturn(out *outbox, ret *protocol.ReturnBody) error {
+	ret.Stamp = event.Stamp(time.Now())
 	// A return that cannot be encoded, or would not fit in a frame, still
 	// answers the job, with a failure saying why.
 	enc, err := protocol.Marshal(ret)
 	if err != nil {
-		a.log.Error("encode return", zap.String("jid", b.JID), zap.Error(err))
+		a.log.Error("encode return", zap.String("jid", ret.JID), zap.Error(err))
 		ret.Return = "return could not be encoded: " + err.Error()
 		ret.Retcode, ret.Success = 1, false
 		enc = nil
 	} else if max := protocol.DefaultMaxFrame - 4096; len(enc) > max {
-		a.log.Error("return too large", zap.String("jid", b.JID), zap.Int("bytes", len(enc)))
+		a.log.Error("return too large", zap.String("jid", ret.JID), zap.Int("bytes", len(enc)))
 		ret.Return = fmt.Sprintf("return too large: %d bytes encoded, the limit is %d", len(enc), max)
 		ret.Retcode, ret.Success = 1, false
 		enc = nil
 	}
 	if enc == nil {
 		if enc, err = protocol.Marshal(ret); err != nil {
-			a.log.Error("encode return; dropped", zap.String("jid", b.JID), zap.Error(err))
-			return
+			a.log.Error("encode return; dropped", zap.String("jid", ret.JID), zap.Error(err))
+			return err
 		}
 	}
-	a.spoolItem(out, protocol.TypeReturn, enc, b.JID)
+	return a.spoolItem(out, protocol.TypeReturn, enc, ret.JID)
 }
 
 // spoolItem puts a return or an event in the outbox, logging a failure
@@ -545,4 +544,34 @@ func (a *Agent) seal(it spoolItem, seq uint64, macKey []byte) (protocol.Message,
 func madeBy(body []byte, id string) bool {
 	want, err := protocol.Marshal(id)
 	return err == nil && len(body) > 2 && body[1] == 0x01 && bytes.HasPrefix(body[2:], want)
+}
+
+// reportKilled answers the jobs that were running when the agent last
+// stopped without finishing them (killed, crashed, or its device lost
+// power): what is left of their processes is killed, and each gets a
+// failed return, so that the master has an answer instead of silence. (If
+// the agent died just after queueing the job's own return, the master
+// keeps that one, the first, and ignores this.)
+func (a *Agent) reportKilled() {
+	// Not shared yet: New calls this.
+	for _, r := range a.jobs.running {
+		n, err := exec.KillJobProcesses(a.cfg.ID, r.JID)
+		a.log.Warn("job was running when the agent stopped; reported killed", zap.String("jid", r.JID),
+			zap.String("fun", r.Fun), zap.Int("processes_killed", n), zap.Error(err))
+		out := a.out
+		for _, l := range a.links {
+			if l.addr == r.Link {
+				out = l.out
+			}
+		}
+		if a.queueReturn(out, &protocol.ReturnBody{
+			ID: a.cfg.ID, JID: r.JID, Fun: r.Fun, Retcode: exec.RetcodeGeneric,
+			Return: "ERROR: job " + r.JID + " (" + r.Fun + ") was killed: the agent stopped while it ran",
+		}) != nil {
+			continue
+		}
+		if err := a.jobs.finish(r); err != nil {
+			a.log.Warn("job log", zap.String("jid", r.JID), zap.Error(err))
+		}
+	}
 }

@@ -74,6 +74,23 @@ const syncInterval = 100 * time.Millisecond
 // pushed since the last sync and is still waiting for its ack, until ctx
 // ends (close syncs the rest).
 func (s *spool) syncLoop(ctx context.Context) error {
+	return syncLoop(ctx, "outbox spool "+s.path, func() *os.File {
+		// What the master acked already needs no fsync: in the common
+		// case a return is acked within milliseconds and never costs the
+		// device's flash a sync at all.
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.dirty || len(s.items) == 0 {
+			return nil
+		}
+		s.dirty = false
+		return s.f
+	})
+}
+
+// syncLoop fsyncs the file next returns (nil: none needs it) every
+// syncInterval until ctx ends; what names it in errors.
+func syncLoop(ctx context.Context, what string, next func() *os.File) error {
 	t := time.NewTicker(syncInterval)
 	defer t.Stop()
 	for {
@@ -82,18 +99,9 @@ func (s *spool) syncLoop(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		// What the master acked already needs no fsync: in the common
-		// case a return is acked within milliseconds and never costs the
-		// device's flash a sync at all.
-		s.mu.Lock()
-		f, dirty := s.f, s.dirty && len(s.items) > 0
-		if dirty {
-			s.dirty = false
-		}
-		s.mu.Unlock()
-		if f != nil && dirty {
+		if f := next(); f != nil {
 			if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
-				return fmt.Errorf("sync outbox spool %s: %w", s.path, err)
+				return fmt.Errorf("sync %s: %w", what, err)
 			}
 		}
 	}

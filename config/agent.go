@@ -46,6 +46,12 @@ type Agent struct {
 	// on disk (cachedir/spool) until the master acknowledges them; past
 	// it the oldest are dropped.
 	SpoolMax int `yaml:"spool_max"`
+	// JobReplayWindow, in seconds, is how old a job may be when it
+	// arrives: older than that by the agent's clock (when it is set), or
+	// than the newest job seen from the same master, it is refused as a
+	// replay. 0 turns the time checks off (the record of jids already
+	// run, cachedir/jobs.log, still applies).
+	JobReplayWindow int `yaml:"job_replay_window"`
 
 	LogLevel        string `yaml:"log_level"`
 	LogFile         string `yaml:"log_file"`
@@ -79,6 +85,7 @@ func DefaultAgent() *Agent {
 		SockDir:            "/var/run/halite/agent",
 		FileClient:         "remote",
 		SpoolMax:           16 << 20,
+		JobReplayWindow:    3600,
 		LogLevel:           "warning",
 		LogFile:            "/var/log/halite/agent",
 		Raw:                map[string]any{},
@@ -135,6 +142,7 @@ var agentRole = &role[Agent]{
 		"file_client":              func(a *Agent, v value) error { return v.oneOf(&a.FileClient, "remote", "local") },
 		"reactor":                  func(a *Agent, v value) error { return v.anyList(&a.Reactor) },
 		"spool_max":                func(a *Agent, v value) error { return v.count(&a.SpoolMax) },
+		"job_replay_window":        func(a *Agent, v value) error { return v.count(&a.JobReplayWindow) },
 		"log_level":                func(a *Agent, v value) error { return v.logLevel(&a.LogLevel) },
 		"log_file":                 func(a *Agent, v value) error { return v.str(&a.LogFile) },
 		"log_level_logfile":        func(a *Agent, v value) error { return v.logLevel(&a.LogLevelLogfile) },
@@ -147,7 +155,7 @@ var agentRole = &role[Agent]{
 // haliteAgentOptions and haliteMasterOptions are the options each role
 // handles, for the "that is a master option" warning of the other role.
 const (
-	haliteAgentOptions = "id master master_port master_finger relay_finger master_type master_alive_interval master_failback master_failback_interval random_reauth_delay master_shuffle random_master retry_dns acceptance_wait_time acceptance_wait_time_max grains beacons return file_client relay spool_max"
+	haliteAgentOptions = "id master master_port master_finger relay_finger master_type master_alive_interval master_failback master_failback_interval random_reauth_delay master_shuffle random_master retry_dns acceptance_wait_time acceptance_wait_time_max grains beacons return file_client relay spool_max job_replay_window"
 	// haliteMasterRawOptions are Halite's own master options that the
 	// parts using them read from Master.Raw.
 	haliteMasterRawOptions = "reactor_max_depth returner_queue_max max_frame"

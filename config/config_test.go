@@ -183,6 +183,7 @@ func TestAgentOptions(t *testing.T) {
 			a.RandomReauthDelay, a.AcceptanceWaitTime, a.AcceptanceWaitTimeMax, a.RetryDNS, a.MasterFinger, a.MasterPort = 3, 2, 20, 0, "ab:cd", 4600
 		}},
 		{"spool_max", "spool_max: 1048576\n", func(a *Agent) { a.SpoolMax = 1 << 20 }},
+		{"job_replay_window", "job_replay_window: 600\n", func(a *Agent) { a.JobReplayWindow = 600 }},
 		{"return string", "return: redis, pgjsonb,,\n", func(a *Agent) { a.Return = []string{"redis", "pgjsonb"} }},
 		{"return list", "return: [redis, 'a,b']\n", func(a *Agent) { a.Return = []string{"redis", "a,b"} }},
 		{"grains pyyaml bools", "grains:\n  roles: [camera]\n  outdoor: yes\n  quoted: 'yes'\n  floor: 3\n", func(a *Agent) {

@@ -64,7 +64,7 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 	jb := &protocol.JobBody{
 		JID: jid, Tgt: req.Tgt, TgtType: tgtTypeOr(req.TgtType), Fun: req.Fun,
 		Arg: req.Arg, Kwarg: jobKwarg, User: user, Ret: req.Ret, Master: m.name,
-		Delimiter: req.Delimiter,
+		Delimiter: req.Delimiter, Issued: time.Now().Unix(),
 	}
 	now := time.Now()
 	load := &jobcache.Load{

@@ -35,6 +35,13 @@ type JobBody struct {
 	Master  string         `cbor:"10,keyasint,omitempty"`
 	// Delimiter is the grain/pillar key delimiter of the target (--delimiter).
 	Delimiter string `cbor:"11,keyasint,omitempty"`
+	// Issued is when the master published the job, Unix seconds (UTC,
+	// unlike the jid, which is the master's local time unless utc_jid is
+	// set). Agents refuse a job issued longer than job_replay_window
+	// before their clock, or before the newest job they have seen from
+	// the same master. 0: not said (a master that predates it); such a
+	// job is kept from running twice by the agent's record of jids alone.
+	Issued int64 `cbor:"12,keyasint,omitempty"`
 }
 
 // SignJob encodes and signs b with the master's key.

@@ -3,20 +3,42 @@
 package relay
 
 import (
+	"bytes"
 	"os"
+	"sync"
 
 	"github.com/halite-fleet/halite/protocol"
 )
 
-// A relay built with -tags halite_tamper alters the signed body of every
-// frame of the type HALITE_TEST_TAMPER names ("job" or "return") that it
-// forwards: the end-to-end tests run it as a real process to show that
-// devices and master refuse what it alters. Never ship such a build.
+// A relay built with -tags halite_tamper alters what it forwards, as
+// HALITE_TEST_TAMPER says: "job" or "return" flips a byte of the signed
+// body of every frame of that type; "replay" records the first job it
+// forwards and sends it again in front of every later job (the same
+// signed bytes: what a relay that recorded a job would replay, to a device
+// that restarted meanwhile too). The end-to-end tests run it as a real
+// process to show that devices and master refuse what it does. Never ship
+// such a build.
 func init() {
 	tamperHook = func() func(protocol.Type, []byte) []byte {
 		want := os.Getenv("HALITE_TEST_TAMPER")
-		if want == "" {
+		switch want {
+		case "":
 			return nil
+		case "replay":
+			var mu sync.Mutex
+			var first []byte
+			return func(t protocol.Type, wire []byte) []byte {
+				if t != protocol.TypeJob {
+					return wire
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if first == nil {
+					first = bytes.Clone(wire)
+					return wire
+				}
+				return append(bytes.Clone(first), wire...)
+			}
 		}
 		return func(t protocol.Type, wire []byte) []byte {
 			if t.String() != want {

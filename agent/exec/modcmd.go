@@ -118,6 +118,9 @@ type cmdResult struct {
 // error to standard output (cmd.run). A command that runs past its own
 // timeout is killed with its process group and reported as Salt does; if the
 // job's context ends first the command is killed and ctx's cause returned.
+// The command's environment carries HALITE_JOB=<agent id>/<jid>, by which
+// the agent finds what a job left running when it died
+// (KillJobProcesses).
 func runCommand(ctx context.Context, c *call, merge bool) (cmdResult, error) {
 	line, _, err := c.str("cmd")
 	if err != nil {
@@ -159,6 +162,10 @@ func runCommand(ctx context.Context, c *call, merge bool) (cmdResult, error) {
 	cmd.WaitDelay = waitDelay
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
+	if c.job != nil {
+		// Last, so that the job's env cannot replace it.
+		cmd.Env = append(cmd.Env, jobMark(c.e.id, c.job.req.JID))
+	}
 	if in, ok, err := c.str("stdin"); err != nil {
 		return cmdResult{}, err
 	} else if ok {
@@ -295,3 +302,7 @@ func (b *cappedBuffer) text() string {
 	}
 	return s
 }
+
+// jobMark is the environment entry that marks the processes of job jid of
+// agent id. Agent ids hold no '/'.
+func jobMark(id, jid string) string { return "HALITE_JOB=" + id + "/" + jid }

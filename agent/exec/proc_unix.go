@@ -11,9 +11,11 @@ import (
 
 // ownProcessGroup starts cmd as the leader of a new process group and makes
 // cancelling it kill the whole group, so a timeout or saltutil.kill_job also
-// ends the children a shell command started.
+// ends the children a shell command started; on Linux cmd also dies with
+// the agent (dieWithParent).
 func ownProcessGroup(cmd *osexec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd)
 	cmd.Cancel = func() error {
 		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		if errors.Is(err, syscall.ESRCH) {
