@@ -102,9 +102,9 @@ func New(cfg *config.Agent, log *zap.Logger) (*Agent, error) {
 		closeSpools()
 		return nil, err
 	}
-	a.grains = grains.New(cfg.ID, cfg.Grains, log.Named("grains"))
+	a.grains = grains.NewFile(cfg.ID, cfg.Grains, cfg.GrainsFile(), log.Named("grains"))
 	a.exec = exec.New(exec.Options{
-		ID: cfg.ID, Version: Version, Grains: a.grains, Log: log.Named("exec"),
+		ID: cfg.ID, Version: Version, Grains: a.grains, Log: log.Named("exec"), Opts: cfg.Opts(),
 		OnGrainsRefresh: func(g map[string]any) {
 			for _, o := range a.outs {
 				o.push(&protocol.Grains{Grains: g})

@@ -242,3 +242,46 @@ func (a *Agent) FileLogLevel() string {
 	}
 	return a.LogLevel
 }
+
+// Opts returns the options by Salt's names, as Salt's __opts__ holds them
+// for config.get: every option loaded from the files (known or not), with
+// the known ones as resolved (defaults filled in, paths under root_dir),
+// and conf_file. The map is the caller's.
+func (a *Agent) Opts() map[string]any {
+	o := make(map[string]any, len(a.Raw)+16)
+	for k, v := range a.Raw {
+		o[k] = v
+	}
+	var master any = a.Master
+	if len(a.Master) == 1 {
+		master = a.Master[0]
+	} else {
+		l := make([]any, len(a.Master))
+		for i, m := range a.Master {
+			l[i] = m
+		}
+		master = l
+	}
+	for k, v := range map[string]any{
+		"root_dir": a.RootDir, "id": a.ID, "master": master, "master_port": a.MasterPort,
+		"master_type": a.MasterType, "pki_dir": a.PkiDir, "cachedir": a.CacheDir, "sock_dir": a.SockDir,
+		"file_client": a.FileClient, "log_level": a.LogLevel, "log_file": a.LogFile,
+		"acceptance_wait_time": a.AcceptanceWaitTime, "random_reauth_delay": a.RandomReauthDelay,
+		"retry_dns": a.RetryDNS, "spool_max": a.SpoolMax,
+	} {
+		o[k] = v
+	}
+	if a.ConfigDir != "" {
+		o["conf_file"] = filepath.Join(a.ConfigDir, "agent")
+	}
+	return o
+}
+
+// GrainsFile returns the agent's grains file, CONFIG_DIR/grains (Salt's
+// /etc/salt/grains), or "" when the configuration has no directory.
+func (a *Agent) GrainsFile() string {
+	if a.ConfigDir == "" {
+		return ""
+	}
+	return filepath.Join(a.ConfigDir, "grains")
+}

@@ -72,6 +72,9 @@ type Options struct {
 	// OnGrainsRefresh, when set, is called with the new grains after
 	// saltutil.refresh_grains, so the agent can send them to its master.
 	OnGrainsRefresh func(map[string]any)
+	// Opts are the agent's options by Salt's names (Salt's __opts__),
+	// read by config.get; nil: none.
+	Opts map[string]any
 	// Host is handed to external functions (Register); the agent sets it
 	// to itself.
 	Host any
@@ -85,6 +88,7 @@ type Executor struct {
 	grains    *grains.Store
 	log       *zap.Logger
 	onRefresh func(map[string]any)
+	opts      map[string]any
 	host      any
 	pid       int
 
@@ -123,6 +127,7 @@ func New(opts Options) *Executor {
 		grains:    g,
 		log:       log,
 		onRefresh: opts.OnGrainsRefresh,
+		opts:      opts.Opts,
 		host:      opts.Host,
 		pid:       os.Getpid(),
 		jobs:      make(map[uint64]*job),

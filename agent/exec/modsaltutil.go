@@ -75,5 +75,25 @@ CLI Example:
 				return true, nil
 			},
 		},
+		{
+			name: "sync_grains",
+			params: []param{optional("saltenv", nil), optional("refresh", true),
+				optional("extmod_whitelist", nil), optional("extmod_blacklist", nil)},
+			doc: `Halite has no custom grains modules to sync: this re-reads the static
+grains (the grains file and the grains: option) and collects the grains
+again, then, unless refresh=False, sends them to the master. Returns the
+list of modules synced, always [].
+
+CLI Example:
+
+    halite '*' saltutil.sync_grains`,
+			run: func(_ context.Context, c *call) (any, error) {
+				g := c.e.grains.Refresh()
+				if isTrue(c.arg("refresh")) && c.e.onRefresh != nil {
+					c.e.onRefresh(g)
+				}
+				return []any{}, nil
+			},
+		},
 	}})
 }

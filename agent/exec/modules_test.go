@@ -104,11 +104,11 @@ func TestSysModule(t *testing.T) {
 		want any
 	}{
 		{"list module", "sys.list_functions", []any{"cmd"}, []any{"cmd.retcode", "cmd.run", "cmd.run_all"}},
-		{"list module dot", "sys.list_functions", []any{"grains."}, []any{"grains.get", "grains.item", "grains.items", "grains.ls"}},
+		{"list module dot", "sys.list_functions", []any{"grains."}, []any{"grains.append", "grains.delval", "grains.get", "grains.item", "grains.items", "grains.ls", "grains.set", "grains.setval", "grains.setvals"}},
 		{"list glob", "sys.list_functions", []any{"grains.i*"}, []any{"grains.item", "grains.items"}},
 		{"list two", "sys.list_functions", []any{"test.ping", "cmd.run"}, []any{"cmd.run", "test.ping"}},
 		{"list none", "sys.list_functions", []any{"nomodule"}, []any{}},
-		{"modules", "sys.list_modules", []any{"s*"}, []any{"saltutil", "sys"}},
+		{"modules", "sys.list_modules", []any{"s*"}, []any{"saltutil", "status", "sys", "system"}},
 		{"doc one", "sys.doc", []any{"test.ping"}, map[string]any{"test.ping": registry["test.ping"].doc}},
 		{"doc unknown", "sys.doc", []any{"nope.nope"}, map[string]any{}},
 	}

@@ -512,6 +512,7 @@ func (c *collector) process() {
 type Store struct {
 	id     string
 	static map[string]any
+	file   string // the grains file, "" for none (file.go)
 	log    *zap.Logger
 	cur    atomic.Pointer[map[string]any]
 	mu     sync.Mutex // serializes Refresh, so the last collected wins
@@ -519,12 +520,7 @@ type Store struct {
 
 // New collects the grains once and returns a Store holding them.
 func New(id string, static map[string]any, log *zap.Logger) *Store {
-	if log == nil {
-		log = zap.NewNop()
-	}
-	s := &Store{id: id, static: static, log: log}
-	s.Refresh()
-	return s
+	return NewFile(id, static, "", log)
 }
 
 // Get returns the current grains. The map is shared: do not modify it.
@@ -532,12 +528,16 @@ func (s *Store) Get() map[string]any {
 	return *s.cur.Load()
 }
 
-// Refresh collects the grains again, stores and returns them. The returned
-// map is shared like Get's.
+// Refresh collects the grains again (re-reading the grains file, if any),
+// stores and returns them. The returned map is shared like Get's.
 func (s *Store) Refresh() map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := Collect(s.id, s.static, s.log)
+	return s.refreshLocked()
+}
+
+func (s *Store) refreshLocked() map[string]any {
+	g := Collect(s.id, s.layers(), s.log)
 	s.cur.Store(&g)
 	return g
 }

@@ -102,8 +102,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		// The beacons live in the running agent: ask it.
 		return callAgent(ctx, cfg, o.fun, args, kwargs, stdout, oo, o.out, o.passthrough)
 	}
-	g := grains.New(cfg.ID, cfg.Grains, log.Named("grains"))
-	ex := exec.New(exec.Options{ID: cfg.ID, Version: agent.Version, Grains: g, Log: log.Named("exec")})
+	g := grains.NewFile(cfg.ID, cfg.Grains, cfg.GrainsFile(), log.Named("grains"))
+	ex := exec.New(exec.Options{ID: cfg.ID, Version: agent.Version, Grains: g, Log: log.Named("exec"), Opts: cfg.Opts()})
 	jid := fmt.Sprintf("%020d", time.Now().UnixMicro())
 	res := ex.Run(ctx, exec.Request{JID: jid, Fun: o.fun, Args: args, Kwargs: kwargs})
 	if len(cfg.Return) > 0 && (o.local || cfg.FileClient == "local" || cfg.MasterType == "disable" || len(cfg.MasterAddrs()) == 0) {

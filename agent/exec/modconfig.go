@@ -1,0 +1,106 @@
+package exec
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+
+	"github.com/halite-fleet/halite/agent/grains"
+)
+
+// config.get after salt/modules/config.py. Halite has no pillar yet, so the
+// pillar and master-pillar stores are empty, and none of the module
+// defaults of Salt's DEFAULTS (mongo.*, solr.*, ...) exist here; sdb://
+// values are returned as they are.
+
+func init() {
+	register(module{name: "config", funcs: []function{
+		{
+			name: "get",
+			params: []param{required("key"), optional("default", ""), optional("delimiter", grains.DefaultDelimiter),
+				optional("merge", nil), optional("omit_opts", false), optional("omit_pillar", false),
+				optional("omit_master", false), optional("omit_grains", false)},
+			doc: `Return the value of key from the agent's options, else its grains,
+else the pillar (empty in Halite today); default ("" unless given) when none
+has it. Nested values are reached with a delimited key (":"). merge=recurse
+or merge=overwrite searches the stores merged (options over grains) instead.
+omit_opts, omit_grains, omit_pillar and omit_master skip a store.
+
+CLI Example:
+
+    halite '*' config.get master
+    halite '*' config.get pkg:apache default=httpd
+    halite '*' config.get roles merge=recurse`,
+			run: configGet,
+		},
+	}})
+}
+
+func configGet(_ context.Context, c *call) (any, error) {
+	key, err := c.need("key")
+	if err != nil {
+		return nil, err
+	}
+	delim, err := c.need("delimiter")
+	if err != nil {
+		return nil, err
+	}
+	opts := c.e.opts
+	if opts == nil {
+		opts = map[string]any{}
+	}
+	g := c.e.grains.Get()
+	if c.arg("merge") == nil {
+		stores := []struct {
+			omit string
+			data map[string]any
+		}{{"omit_opts", opts}, {"omit_grains", g}}
+		for _, s := range stores {
+			if isTrue(c.arg(s.omit)) {
+				continue
+			}
+			if v, ok := grains.Lookup(s.data, key, delim); ok {
+				return v, nil
+			}
+		}
+		return c.arg("default"), nil
+	}
+	strategy, _ := toString(c.arg("merge"))
+	if strategy != "recurse" && strategy != "overwrite" {
+		c.e.log.Warn("unsupported merge strategy; falling back to recurse", zap.Any("merge", c.arg("merge")))
+		strategy = "recurse"
+	}
+	// Salt merges DEFAULTS, the master pillar, the pillar, the grains, then
+	// the options; the first three are empty here.
+	data := map[string]any{}
+	for _, m := range []map[string]any{g, opts} {
+		data = mergeDicts(data, m, strategy == "recurse")
+	}
+	if v, ok := grains.Lookup(data, key, delim); ok {
+		return v, nil
+	}
+	return c.arg("default"), nil
+}
+
+// mergeDicts is salt.utils.dictupdate.merge with the recurse (recursive)
+// or overwrite strategy: upd's keys over dest's, dicts merged down when
+// recursive, lists replaced. It builds new maps and never changes its
+// arguments.
+func mergeDicts(dest, upd map[string]any, recursive bool) map[string]any {
+	out := make(map[string]any, len(dest)+len(upd))
+	for k, v := range dest {
+		out[k] = v
+	}
+	for k, v := range upd {
+		if recursive {
+			dv, ok1 := out[k].(map[string]any)
+			uv, ok2 := v.(map[string]any)
+			if ok1 && ok2 {
+				out[k] = mergeDicts(dv, uv, true)
+				continue
+			}
+		}
+		out[k] = v
+	}
+	return out
+}
