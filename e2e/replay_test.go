@@ -16,7 +16,7 @@ import (
 // meanwhile. The device runs the new job and refuses the old one: the
 // command ran once.
 func TestJobReplayProcesses(t *testing.T) {
-	c := newCluster(t, "")
+	c := newCluster(t, relayAllow)
 	c.startMaster()
 	port := freeUDPPort(t)
 	c.startTampering("r1", "replay", relayConf(port))
