@@ -102,6 +102,7 @@ func openLinks(cfg *config.Agent, log *zap.Logger, keep func(spoolItem) bool) ([
 			if err != nil {
 				return err
 			}
+			sp.warnDamage(log)
 			outs = append(outs, newOutbox(outboxMax, sp))
 		}
 		// Spools of another configuration: their items go to every
@@ -122,6 +123,7 @@ func openLinks(cfg *config.Agent, log *zap.Logger, keep func(spoolItem) bool) ([
 			if err != nil {
 				return err
 			}
+			old.warnDamage(log)
 			for _, it := range old.items {
 				for _, o := range outs {
 					if _, _, err = o.spool.push(it.kind, it.body); err != nil {
