@@ -71,6 +71,10 @@ func OpenReturners(ctx context.Context, cfg *config.Agent, sub string, log *zap.
 			rs.Close()
 			return nil, err
 		}
+		for _, d := range sp.Damage() {
+			rs.log.Warn("returner spool: damaged bytes dropped; the lines after them are kept",
+				zap.String("file", filepath.Join(dir, name+".spool")), zap.Int("from", d.From), zap.Int("to", d.To))
+		}
 		rs.workers = append(rs.workers, returners.NewWorker(name, sp, r, rs.log))
 	}
 	return rs, nil

@@ -3,23 +3,35 @@ package returners
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
 	"sync"
 
 	"github.com/halite-fleet/halite/internal/atomicfile"
+	"github.com/halite-fleet/halite/internal/reclog"
 )
 
 // Spool is a Store in two append-only files of JSON lines, for the agent,
 // which must not link bbolt: NAME.spool logs pushes ({"p": seq, "i":
 // item}) and acks ({"a": seq}); NAME.dead holds the dead letters. What
 // waits is also held in memory (a spool is small: an agent's own returns).
-// The log is compacted when it is opened and when most of it is acked. A
-// torn last line (a crash mid-write) is skipped.
+// The log is compacted when it is opened and when most of it is acked.
+//
+// Each line carries a CRC-32C of what it says ({"c": hex}), and a log
+// written since this check starts with a header line ({"v": 2}) after
+// which a line without it is damage; a log of an older version (no
+// header, no "c") still loads, and is rewritten at once. A damaged line (a
+// torn write, a flipped bit) is dropped and reported (Damage), the lines
+// after it kept: a damaged push loses that item, a damaged ack sends its
+// item again. A write that fails (a full disk) is cut off the log, back to
+// its last whole line, so that the next line does not join a torn one.
 type Spool struct {
 	path, deadPath string
 	max            int
@@ -29,8 +41,11 @@ type Spool struct {
 	f       *os.File
 	next    uint64
 	pending []Entry
-	garbage int // lines in the log that no longer matter
+	garbage int   // lines in the log that no longer matter
 	dead    int
+	size    int64 // end of the log's last whole line
+	torn    bool  // a failed write may have left bytes past size
+	damage  []reclog.Damage
 }
 
 var _ Store = (*Spool)(nil)
@@ -39,6 +54,23 @@ type spoolLine struct {
 	P uint64          `json:"p,omitempty"`
 	I json.RawMessage `json:"i,omitempty"`
 	A uint64          `json:"a,omitempty"`
+	C string          `json:"c,omitempty"` // CRC-32C of the line (see sum)
+	V int             `json:"v,omitempty"` // the header line's version
+}
+
+// spoolVersion is the version of a log whose lines all carry a CRC.
+const spoolVersion = 2
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// sum is the CRC-32C a line carries: of P, A and I as they are in the
+// line.
+func (l *spoolLine) sum() string {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:], l.P)
+	binary.LittleEndian.PutUint64(b[8:], l.A)
+	c := crc32.Update(crc32.Checksum(b[:], crcTable), crcTable, l.I)
+	return hex.EncodeToString(binary.BigEndian.AppendUint32(nil, c))
 }
 
 // OpenSpool opens or creates the spool dir/name.spool (and name.dead),
@@ -53,7 +85,16 @@ func OpenSpool(dir, name string, max int) (*Spool, error) {
 		return nil, fmt.Errorf("open returner spool %s: %w", s.path, err)
 	}
 	if err := s.compact(); err != nil {
-		return nil, fmt.Errorf("open returner spool %s: %w", s.path, err)
+		// A full disk, say: go on with the log as it is, past its last
+		// whole line cut off (that frees space; it takes none).
+		if s.f, err = os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+			if err = s.f.Truncate(s.size); err != nil {
+				s.f.Close()
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("open returner spool %s: %w", s.path, err)
+		}
 	}
 	if n, err := countLines(s.deadPath); err == nil {
 		s.dead = n
@@ -64,37 +105,62 @@ func OpenSpool(dir, name string, max int) (*Spool, error) {
 	return s, nil
 }
 
+// load reads the log line by line; a line that does not parse or does
+// not match its CRC is damage (see Spool).
 func (s *Spool) load() error {
-	f, err := os.Open(s.path)
+	b, err := os.ReadFile(s.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	acked := map[uint64]bool{}
+	acked, pushedSeq := map[uint64]bool{}, map[uint64]bool{}
 	var pushed []Entry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for sc.Scan() {
-		var l spoolLine
-		if json.Unmarshal(sc.Bytes(), &l) != nil {
-			continue // a torn line
+	checked := false // the log has the header: every line has a CRC
+	for off := 0; off < len(b); {
+		n := bytes.IndexByte(b[off:], '\n') + 1
+		whole := n > 0
+		if !whole {
+			n = len(b) - off
 		}
+		line := b[off : off+n]
+		var l spoolLine
+		ok := whole && json.Unmarshal(line, &l) == nil
+		switch {
+		case !ok:
+		case off == 0 && l.V == spoolVersion && l.P == 0 && l.A == 0:
+			checked = true
+		case l.C != "" || checked:
+			ok = l.C == l.sum() && (l.P == 0) != (l.A == 0)
+		default:
+			ok = (l.P == 0) != (l.A == 0) // an older version's line
+		}
+		// A second push of a seq, or one of nothing, is not a line this
+		// spool writes.
+		ok = ok && (l.P == 0 || len(l.I) > 0 && !pushedSeq[l.P])
+		if !ok {
+			if k := len(s.damage) - 1; k >= 0 && s.damage[k].To == off {
+				s.damage[k].To += n
+			} else {
+				s.damage = append(s.damage, reclog.Damage{From: off, To: off + n})
+			}
+			off += n
+			continue
+		}
+		off += n
+		s.size = int64(off)
 		switch {
 		case l.A != 0:
 			acked[l.A] = true
 		case l.P != 0:
+			pushedSeq[l.P] = true
 			raw := append([]byte(nil), l.I...)
 			pushed = append(pushed, Entry{Seq: l.P, Raw: raw})
 		}
-		if l.P >= s.next {
-			s.next = l.P + 1
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return err
+		// An ack counts too: its item's push line may be the damaged one,
+		// and its seq must not be used again.
+		s.next = max(s.next, l.P+1, l.A+1)
 	}
 	for _, e := range pushed {
 		if !acked[e.Seq] {
@@ -104,40 +170,80 @@ func (s *Spool) load() error {
 	return nil
 }
 
+// Damage returns the ranges of the log dropped as damaged when it was
+// opened.
+func (s *Spool) Damage() []reclog.Damage { return s.damage }
+
 // compact rewrites the log with only what waits, and reopens it for
 // appending. s.mu is held or s is not shared yet.
 func (s *Spool) compact() error {
-	if s.f != nil {
-		s.f.Close()
-		s.f = nil
-	}
-	var buf bytes.Buffer
+	lines := make([]spoolLine, 0, 1+len(s.pending))
+	lines = append(lines, spoolLine{V: spoolVersion})
 	for _, e := range s.pending {
-		b, _ := json.Marshal(spoolLine{P: e.Seq, I: e.Raw})
-		buf.Write(append(b, '\n'))
+		lines = append(lines, spoolLine{P: e.Seq, I: e.Raw})
 	}
-	if err := atomicfile.Write(s.path, buf.Bytes(), 0o600); err != nil {
+	buf, err := marshalLines(lines)
+	if err != nil {
 		return err
 	}
-	s.garbage = 0
-	var err error
-	s.f, err = os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err := atomicfile.Write(s.path, buf, 0o600); err != nil {
+		return err
+	}
+	if s.f != nil {
+		s.f.Close() // the replaced file's
+	}
+	s.garbage, s.size, s.torn = 0, int64(len(buf)), false
+	if s.f, err = os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+		s.f = nil
+	}
 	return err
 }
 
-// appendLines writes lines to the log; sync makes them durable first.
-func (s *Spool) appendLines(lines []spoolLine, sync bool) error {
-	var buf []byte
+// marshalLines encodes lines, each with its CRC but the header. I is
+// written compacted and nothing else (not HTML-escaped, as json.Marshal
+// would), so that it reads back as the bytes its CRC is of.
+func marshalLines(lines []spoolLine) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
 	for _, l := range lines {
-		b, err := json.Marshal(l)
-		if err != nil {
-			return err
+		if l.V == 0 {
+			if l.I != nil {
+				var c bytes.Buffer
+				if err := json.Compact(&c, l.I); err != nil {
+					return nil, err
+				}
+				l.I = c.Bytes()
+			}
+			l.C = l.sum()
 		}
-		buf = append(append(buf, b...), '\n')
+		if err := enc.Encode(l); err != nil { // with its newline
+			return nil, err
+		}
 	}
-	if _, err := s.f.Write(buf); err != nil {
+	return buf.Bytes(), nil
+}
+
+// appendLines writes lines to the log; sync makes them durable first.
+// A write that fails may have written part of them: the log is cut back
+// to its last whole line (now, or before the next write if that fails
+// too), so that the next line does not join a torn one.
+func (s *Spool) appendLines(lines []spoolLine, sync bool) error {
+	buf, err := marshalLines(lines)
+	if err != nil {
 		return err
 	}
+	if s.torn {
+		if err := s.f.Truncate(s.size); err != nil {
+			return fmt.Errorf("cut off a failed write: %w", err)
+		}
+		s.torn = false
+	}
+	if _, err := s.f.Write(buf); err != nil {
+		s.torn = s.f.Truncate(s.size) != nil
+		return err
+	}
+	s.size += int64(len(buf))
 	if sync {
 		return s.f.Sync()
 	}
@@ -233,16 +339,20 @@ func (s *Spool) ack(seqs []uint64) error {
 	clear(s.pending[len(kept):])
 	s.pending = kept
 	s.garbage += 2 * len(seqs)
+	var cerr error
 	if s.garbage > 1024 && s.garbage > 2*len(s.pending) {
-		if err := s.compact(); err != nil {
-			return fmt.Errorf("compact returner spool %s: %w", s.path, err)
+		if cerr = s.compact(); cerr == nil {
+			return nil
 		}
-		return nil
+		cerr = fmt.Errorf("compact returner spool %s: %w", s.path, cerr)
+		if s.f == nil {
+			return cerr
+		}
 	}
 	if err := s.appendLines(lines, false); err != nil {
-		return fmt.Errorf("ack returner spool %s: %w", s.path, err)
+		return errors.Join(cerr, fmt.Errorf("ack returner spool %s: %w", s.path, err))
 	}
-	return nil
+	return cerr
 }
 
 // Bury moves e to NAME.dead with the reason.
