@@ -41,7 +41,7 @@ type Spool struct {
 	f       *os.File
 	next    uint64
 	pending []Entry
-	garbage int   // lines in the log that no longer matter
+	garbage int // lines in the log that no longer matter
 	dead    int
 	size    int64 // end of the log's last whole line
 	torn    bool  // a failed write may have left bytes past size
