@@ -32,15 +32,27 @@ func Mount(t testing.TB, size int) *Disk {
 	if err != nil {
 		t.Fatalf("fulldisk: %v", err)
 	}
+	t.Cleanup(func() { os.Remove(dir) }) // after the unmount
+	return MountOn(t, dir, size)
+}
+
+// MountOn mounts a tmpfs of size bytes on dir (made if need be), as Mount
+// does.
+func MountOn(t testing.TB, dir string, size int) *Disk {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("fulldisk: mounting a tmpfs needs root")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatalf("fulldisk: %v", err)
+	}
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+strconv.Itoa(size)+",mode=0700"); err != nil {
-		os.Remove(dir)
 		t.Fatalf("fulldisk: mount a tmpfs on %s: %v", dir, err)
 	}
 	t.Cleanup(func() {
 		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
 			t.Errorf("fulldisk: unmount %s: %v", dir, err)
 		}
-		os.Remove(dir)
 	})
 	return &Disk{Dir: dir, t: t}
 }
