@@ -114,29 +114,7 @@ func New(cfg *config.Agent, log *zap.Logger) (*Agent, error) {
 		}
 		return nil, err
 	}
-	a.reportDamage()
 	return a, nil
-}
-
-// reportDamage tells the master of damage dropped from the outbox spools
-// when they were opened (they logged it): an event per spool,
-// halite/agent/<id>/spool_corrupt, with the file, the bytes dropped
-// (spool_corrupt_bytes) and their ranges.
-func (a *Agent) reportDamage() {
-	for _, o := range a.outs {
-		n := o.spool.corruptBytes()
-		if n == 0 {
-			continue
-		}
-		ranges := make([]any, 0, len(o.spool.damage))
-		for _, d := range o.spool.damage[:min(len(o.spool.damage), 64)] {
-			ranges = append(ranges, []any{d.From, d.To})
-		}
-		data := map[string]any{"file": o.spool.path, "spool_corrupt_bytes": n, "ranges": ranges}
-		if err := a.SendEvent("halite/agent/"+a.cfg.ID+"/spool_corrupt", data); err != nil {
-			a.log.Warn("cannot report outbox spool damage to the master", zap.Error(err))
-		}
-	}
 }
 
 // Fingerprint is the fingerprint of the agent's key.

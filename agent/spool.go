@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/halite-fleet/halite/internal/atomicfile"
 	"github.com/halite-fleet/halite/internal/reclog"
 	"github.com/halite-fleet/halite/protocol"
@@ -77,7 +75,6 @@ type spool struct {
 	garbage int64       // bytes of the log that no longer matter
 	dirty   bool        // written since the last fsync
 	size    int64       // end of the log's last whole record
-	torn    bool        // a failed write may have left bytes past size
 
 	damage []reclog.Damage // ranges of the log dropped as damaged when it was opened
 }
@@ -128,15 +125,12 @@ func openSpool(dir string, max int64, keep func(spoolItem) bool) (*spool, error)
 	}
 	if err := s.compact(); err != nil {
 		// A full disk, say: go on with the log as it is, past its last
-		// whole record cut off (that frees space; it takes none).
-		if s.f, err = os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
-			if err = s.f.Truncate(s.size); err != nil {
-				s.f.Close()
-			}
-		}
-		if err != nil {
+		// whole record cut off (that frees room; should it fail, the next
+		// load finds what is appended past the damage).
+		if s.f, err = os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err != nil {
 			return nil, fmt.Errorf("open outbox spool %s: %w", s.path, err)
 		}
+		s.f.Truncate(s.size)
 	}
 	return s, nil
 }
@@ -182,24 +176,6 @@ func (s *spool) load(keep func(spoolItem) bool) error {
 	return nil
 }
 
-// corruptBytes is how many bytes of the log were dropped as damaged when
-// it was opened.
-func (s *spool) corruptBytes() int { return reclog.Bytes(s.damage) }
-
-// warnDamage logs the ranges of the log dropped as damaged when it was
-// opened (at most a few of them, and the total).
-func (s *spool) warnDamage(log *zap.Logger) {
-	if len(s.damage) == 0 {
-		return
-	}
-	for _, d := range s.damage[:min(len(s.damage), 8)] {
-		log.Warn("outbox spool: damaged bytes dropped; the records after them are kept",
-			zap.String("file", s.path), zap.Int("from", d.From), zap.Int("to", d.To))
-	}
-	log.Warn("outbox spool: damage dropped", zap.String("file", s.path), zap.Int("ranges", len(s.damage)),
-		zap.Int("spool_corrupt_bytes", s.corruptBytes()))
-}
-
 // compact rewrites the log with what waits (and a trim record that keeps
 // the sequence going), durably, and reopens it for appending; if it
 // cannot, the log is as it was. s.mu is held or s is not shared yet.
@@ -221,7 +197,7 @@ func (s *spool) compact() error {
 	if s.f != nil {
 		s.f.Close() // the replaced file's
 	}
-	s.garbage, s.size, s.torn = 0, int64(len(buf)), false
+	s.garbage, s.size = 0, int64(len(buf))
 	var err error
 	if s.f, err = os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
 		s.f = nil
@@ -231,18 +207,12 @@ func (s *spool) compact() error {
 
 // appendLocked writes records at the end of the log. A write that fails
 // may have written part of them: the log is cut back to its last whole
-// record (now, or before the next write if that fails too), so that no
-// later record sits behind a torn one, which would hide it.
+// record, so that later records do not sit behind a torn one (should
+// that fail too, load finds them past it, and reports the torn bytes).
 func (s *spool) appendLocked(buf []byte) error {
-	if s.torn {
-		if err := s.f.Truncate(s.size); err != nil {
-			return fmt.Errorf("cut off a failed write: %w", err)
-		}
-		s.torn = false
-	}
 	s.dirty = true
 	if _, err := s.f.Write(buf); err != nil {
-		s.torn = s.f.Truncate(s.size) != nil
+		s.f.Truncate(s.size)
 		return err
 	}
 	s.size += int64(len(buf))
@@ -330,7 +300,7 @@ func (s *spool) ack(seq uint64) error {
 	// A trim record lost (a full disk) is no loss: the next one covers
 	// it, and a crash meanwhile sends the items again.
 	if err := s.appendLocked(reclog.Append(nil, recTrim, seq, nil)); err != nil {
-		return errors.Join(cerr, fmt.Errorf("ack outbox spool %s: %w", s.path, err))
+		return fmt.Errorf("ack outbox spool %s: %w", s.path, err) // and cerr, likely the same
 	}
 	return cerr
 }

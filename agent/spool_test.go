@@ -269,7 +269,7 @@ func TestSpoolFullDisk(t *testing.T) {
 	if d := cmp.Diff(want, waiting(s2)); d != "" {
 		t.Errorf("after a failed push and a restart: waiting (-want +got):\n%s", d)
 	}
-	if n := s2.corruptBytes(); n != 0 {
+	if n := reclog.Bytes(s2.damage); n != 0 {
 		t.Errorf("after a failed push and a restart: got %d bytes of damage, want none", n)
 	}
 }
@@ -389,7 +389,7 @@ func TestSpoolDamage(t *testing.T) {
 			if d := cmp.Diff(tt.want, waiting(s)); d != "" {
 				t.Errorf("waiting (-want +got):\n%s", d)
 			}
-			if got := s.corruptBytes() > 0; got != tt.corrupt {
+			if got := reclog.Bytes(s.damage) > 0; got != tt.corrupt {
 				t.Errorf("got damage %v, want damage %v", s.damage, tt.corrupt)
 			}
 			// A torn last item was never written: its seq is the next one.
@@ -402,7 +402,7 @@ func TestSpoolDamage(t *testing.T) {
 			}
 			// The damage is gone with the first compaction: no report twice.
 			s.close()
-			if s2 := openTestSpool(t, dir, 1<<30, nil); s2.corruptBytes() != 0 {
+			if s2 := openTestSpool(t, dir, 1<<30, nil); reclog.Bytes(s2.damage) != 0 {
 				t.Errorf("reopened again: got damage %v, want none", s2.damage)
 			}
 		})

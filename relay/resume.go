@@ -98,9 +98,8 @@ func (s *store) load() error {
 			last = max(last, id)
 		}
 		seg, damage, err := loadSegment(name, held)
-		if err == nil {
-			s.warnDamage(name, damage)
-		}
+		s.corrupt += uint64(reclog.Bytes(damage))
+		reclog.Warn(s.log, name, damage)
 		if err != nil {
 			for _, seg := range s.segs {
 				seg.f.Close()
@@ -163,21 +162,6 @@ func (s *store) load() error {
 			zap.Int("dropped_no_hello", lost))
 	}
 	return nil
-}
-
-// warnDamage logs and counts the ranges of a segment dropped as damaged.
-func (s *store) warnDamage(name string, damage []reclog.Damage) {
-	if len(damage) == 0 {
-		return
-	}
-	for _, d := range damage[:min(len(damage), 8)] {
-		s.log.Warn("relay spool: damaged bytes of a segment dropped; the records after them are kept",
-			zap.String("file", name), zap.Int("from", d.From), zap.Int("to", d.To))
-	}
-	n := reclog.Bytes(damage)
-	s.corrupt += uint64(n)
-	s.log.Warn("relay spool: damage dropped", zap.String("file", name), zap.Int("ranges", len(damage)),
-		zap.Int("spool_corrupt_bytes", n))
 }
 
 // loadSegment reads a previous run's segment, adding its items to held and

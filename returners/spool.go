@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 
 	"github.com/halite-fleet/halite/internal/atomicfile"
@@ -24,10 +24,10 @@ import (
 // waits is also held in memory (a spool is small: an agent's own returns).
 // The log is compacted when it is opened and when most of it is acked.
 //
-// Each line carries a CRC-32C of what it says ({"c": hex}), and a log
-// written since this check starts with a header line ({"v": 2}) after
-// which a line without it is damage; a log of an older version (no
-// header, no "c") still loads, and is rewritten at once. A damaged line (a
+// Each line carries a CRC-32C of what it says ({"c": hex}); a line
+// without one, of a log an older version wrote, still loads (a bit flip
+// that turns "c" into another key spares what the line says), and the
+// log is rewritten with them at once. A damaged line (a
 // torn write, a flipped bit) is dropped and reported (Damage), the lines
 // after it kept: a damaged push loses that item, a damaged ack sends its
 // item again. A write that fails (a full disk) is cut off the log, back to
@@ -45,7 +45,9 @@ type Spool struct {
 	dead    int
 	size    int64 // end of the log's last whole line
 	torn    bool  // a failed write may have left bytes past size
-	damage  []reclog.Damage
+	// Damage is the ranges of the log dropped as damaged when it was
+	// opened.
+	Damage []reclog.Damage
 }
 
 var _ Store = (*Spool)(nil)
@@ -55,11 +57,7 @@ type spoolLine struct {
 	I json.RawMessage `json:"i,omitempty"`
 	A uint64          `json:"a,omitempty"`
 	C string          `json:"c,omitempty"` // CRC-32C of the line (see sum)
-	V int             `json:"v,omitempty"` // the header line's version
 }
-
-// spoolVersion is the version of a log whose lines all carry a CRC.
-const spoolVersion = 2
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
@@ -69,8 +67,7 @@ func (l *spoolLine) sum() string {
 	var b [16]byte
 	binary.LittleEndian.PutUint64(b[:], l.P)
 	binary.LittleEndian.PutUint64(b[8:], l.A)
-	c := crc32.Update(crc32.Checksum(b[:], crcTable), crcTable, l.I)
-	return hex.EncodeToString(binary.BigEndian.AppendUint32(nil, c))
+	return strconv.FormatUint(uint64(crc32.Update(crc32.Checksum(b[:], crcTable), crcTable, l.I)), 16)
 }
 
 // OpenSpool opens or creates the spool dir/name.spool (and name.dead),
@@ -86,15 +83,11 @@ func OpenSpool(dir, name string, max int) (*Spool, error) {
 	}
 	if err := s.compact(); err != nil {
 		// A full disk, say: go on with the log as it is, past its last
-		// whole line cut off (that frees space; it takes none).
-		if s.f, err = os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
-			if err = s.f.Truncate(s.size); err != nil {
-				s.f.Close()
-			}
-		}
-		if err != nil {
+		// whole line cut off at the first write.
+		if s.f, err = os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err != nil {
 			return nil, fmt.Errorf("open returner spool %s: %w", s.path, err)
 		}
+		s.torn = true
 	}
 	if n, err := countLines(s.deadPath); err == nil {
 		s.dead = n
@@ -117,7 +110,6 @@ func (s *Spool) load() error {
 	}
 	acked, pushedSeq := map[uint64]bool{}, map[uint64]bool{}
 	var pushed []Entry
-	checked := false // the log has the header: every line has a CRC
 	for off := 0; off < len(b); {
 		n := bytes.IndexByte(b[off:], '\n') + 1
 		whole := n > 0
@@ -129,9 +121,7 @@ func (s *Spool) load() error {
 		ok := whole && json.Unmarshal(line, &l) == nil
 		switch {
 		case !ok:
-		case off == 0 && l.V == spoolVersion && l.P == 0 && l.A == 0:
-			checked = true
-		case l.C != "" || checked:
+		case l.C != "":
 			ok = l.C == l.sum() && (l.P == 0) != (l.A == 0)
 		default:
 			ok = (l.P == 0) != (l.A == 0) // an older version's line
@@ -139,16 +129,11 @@ func (s *Spool) load() error {
 		// A second push of a seq, or one of nothing, is not a line this
 		// spool writes.
 		ok = ok && (l.P == 0 || len(l.I) > 0 && !pushedSeq[l.P])
+		off += n
 		if !ok {
-			if k := len(s.damage) - 1; k >= 0 && s.damage[k].To == off {
-				s.damage[k].To += n
-			} else {
-				s.damage = append(s.damage, reclog.Damage{From: off, To: off + n})
-			}
-			off += n
+			s.Damage = append(s.Damage, reclog.Damage{From: off - n, To: off})
 			continue
 		}
-		off += n
 		s.size = int64(off)
 		switch {
 		case l.A != 0:
@@ -170,22 +155,14 @@ func (s *Spool) load() error {
 	return nil
 }
 
-// Damage returns the ranges of the log dropped as damaged when it was
-// opened.
-func (s *Spool) Damage() []reclog.Damage { return s.damage }
-
 // compact rewrites the log with only what waits, and reopens it for
 // appending. s.mu is held or s is not shared yet.
 func (s *Spool) compact() error {
-	lines := make([]spoolLine, 0, 1+len(s.pending))
-	lines = append(lines, spoolLine{V: spoolVersion})
+	lines := make([]spoolLine, 0, len(s.pending))
 	for _, e := range s.pending {
 		lines = append(lines, spoolLine{P: e.Seq, I: e.Raw})
 	}
-	buf, err := marshalLines(lines)
-	if err != nil {
-		return err
-	}
+	buf := marshalLines(lines)
 	if err := atomicfile.Write(s.path, buf, 0o600); err != nil {
 		return err
 	}
@@ -193,35 +170,32 @@ func (s *Spool) compact() error {
 		s.f.Close() // the replaced file's
 	}
 	s.garbage, s.size, s.torn = 0, int64(len(buf)), false
+	var err error
 	if s.f, err = os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
 		s.f = nil
 	}
 	return err
 }
 
-// marshalLines encodes lines, each with its CRC but the header. I is
-// written compacted and nothing else (not HTML-escaped, as json.Marshal
-// would), so that it reads back as the bytes its CRC is of.
-func marshalLines(lines []spoolLine) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
+// marshalLines encodes lines, each with its CRC, by hand: I as it is
+// (JSON on one line: what json.Marshal made, or a line held), not
+// compacted or escaped again as json.Marshal would, so that it reads back
+// as the bytes its CRC is of.
+func marshalLines(lines []spoolLine) []byte {
+	var buf []byte
 	for _, l := range lines {
-		if l.V == 0 {
-			if l.I != nil {
-				var c bytes.Buffer
-				if err := json.Compact(&c, l.I); err != nil {
-					return nil, err
-				}
-				l.I = c.Bytes()
+		if l.P != 0 {
+			if len(l.I) == 0 {
+				l.I = json.RawMessage("null")
 			}
-			l.C = l.sum()
+			buf = append(strconv.AppendUint(append(buf, `{"p":`...), l.P, 10), `,"i":`...)
+			buf = append(buf, l.I...)
+		} else {
+			buf = strconv.AppendUint(append(buf, `{"a":`...), l.A, 10)
 		}
-		if err := enc.Encode(l); err != nil { // with its newline
-			return nil, err
-		}
+		buf = append(append(append(buf, `,"c":"`...), l.sum()...), "\"}\n"...)
 	}
-	return buf.Bytes(), nil
+	return buf
 }
 
 // appendLines writes lines to the log; sync makes them durable first.
@@ -229,13 +203,10 @@ func marshalLines(lines []spoolLine) ([]byte, error) {
 // to its last whole line (now, or before the next write if that fails
 // too), so that the next line does not join a torn one.
 func (s *Spool) appendLines(lines []spoolLine, sync bool) error {
-	buf, err := marshalLines(lines)
-	if err != nil {
-		return err
-	}
+	buf := marshalLines(lines)
 	if s.torn {
 		if err := s.f.Truncate(s.size); err != nil {
-			return fmt.Errorf("cut off a failed write: %w", err)
+			return err // wrapped by the caller: push to or ack returner spool
 		}
 		s.torn = false
 	}
@@ -350,7 +321,7 @@ func (s *Spool) ack(seqs []uint64) error {
 		}
 	}
 	if err := s.appendLines(lines, false); err != nil {
-		return errors.Join(cerr, fmt.Errorf("ack returner spool %s: %w", s.path, err))
+		return fmt.Errorf("ack returner spool %s: %w", s.path, err) // and cerr, likely the same
 	}
 	return cerr
 }

@@ -81,7 +81,7 @@ func TestSpoolFullDisk(t *testing.T) {
 	if d := cmp.Diff(names(1, 11), spoolIDs(t, q2)); d != "" {
 		t.Errorf("after a failed push and a restart (-want +got):\n%s", d)
 	}
-	if dmg := q2.Damage(); len(dmg) != 0 {
+	if dmg := q2.Damage; len(dmg) != 0 {
 		t.Errorf("got damage %v, want none", dmg)
 	}
 }
@@ -139,7 +139,7 @@ func TestSpoolDamage(t *testing.T) {
 			if d := cmp.Diff(tt.want, spoolIDs(t, q2)); d != "" {
 				t.Errorf("after damage (-want +got):\n%s", d)
 			}
-			if len(q2.Damage()) == 0 {
+			if len(q2.Damage) == 0 {
 				t.Error("no damage reported")
 			}
 			es, _ := q2.Peek(1000)
@@ -178,13 +178,13 @@ func TestSpoolOldFormat(t *testing.T) {
 		if d := cmp.Diff([]string{"r02", "r03"}, spoolIDs(t, q)); d != "" {
 			t.Errorf("open %d (-want +got):\n%s", i, d)
 		}
-		if len(q.Damage()) != 0 {
-			t.Errorf("open %d: got damage %v, want none", i, q.Damage())
+		if len(q.Damage) != 0 {
+			t.Errorf("open %d: got damage %v, want none", i, q.Damage)
 		}
 		q.Close()
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "q.spool"))
-	if !bytes.HasPrefix(b, []byte(`{"v":2}`)) || !bytes.Contains(b, []byte(`"c":"`)) {
-		t.Errorf("rewritten log %s: want the header and CRCs", b)
+	if bytes.Count(b, []byte(`"c":"`)) != 2 {
+		t.Errorf("rewritten log %s: want a CRC on each line", b)
 	}
 }

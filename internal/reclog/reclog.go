@@ -10,6 +10,8 @@ package reclog
 import (
 	"encoding/binary"
 	"hash/crc32"
+
+	"go.uber.org/zap"
 )
 
 // Layout of a record: length (of kind, seq and body) and CRC, both
@@ -64,8 +66,11 @@ type Record struct {
 // not start with a whole, intact record: the end of the log, a torn write,
 // or damage (a length past maxBody is damage, not an allocation to try).
 func Next(b []byte, maxBody int) (r Record, size int, ok bool) {
-	n, ok := payloadLen(b, maxBody)
-	if !ok {
+	if len(b) < HeaderSize {
+		return Record{}, 0, false
+	}
+	n := int(binary.LittleEndian.Uint32(b))
+	if n < minPayload || n-minPayload > maxBody || n > len(b)-frameSize {
 		return Record{}, 0, false
 	}
 	rec := b[frameSize : frameSize+n]
@@ -73,19 +78,6 @@ func Next(b []byte, maxBody int) (r Record, size int, ok bool) {
 		return Record{}, 0, false
 	}
 	return Record{Kind: rec[0], Seq: binary.LittleEndian.Uint64(rec[1:]), Body: rec[minPayload:]}, frameSize + n, true
-}
-
-// payloadLen returns the length of the payload (kind, seq, body) of the
-// record at the start of b, if it is one b can hold.
-func payloadLen(b []byte, maxBody int) (int, bool) {
-	if len(b) < HeaderSize {
-		return 0, false
-	}
-	n := int(binary.LittleEndian.Uint32(b))
-	if n < minPayload || n-minPayload > maxBody || n > len(b)-frameSize {
-		return 0, false
-	}
-	return n, true
 }
 
 // Damage is a range [From, To) of a log's bytes that held no intact
@@ -116,9 +108,11 @@ func Scan(b []byte, maxBody int, fn func(off, size int, r Record, skipped int) b
 		skipped := 0
 		if from >= 0 {
 			skipped = off - from
-			n, ok := payloadLen(b[off:], maxBody)
-			if ok {
-				budget -= n
+			// At most what Next checksums here.
+			if len(b)-off >= HeaderSize {
+				if n := int(binary.LittleEndian.Uint32(b[off:])); n <= maxBody+minPayload {
+					budget -= n
+				}
 			}
 			if budget < 0 {
 				break
@@ -151,4 +145,12 @@ func Bytes(damage []Damage) int {
 		n += d.To - d.From
 	}
 	return n
+}
+
+// Warn logs the ranges of file dropped as damaged (the first few of
+// them).
+func Warn(log *zap.Logger, file string, damage []Damage) {
+	if len(damage) > 0 {
+		log.Warn("damage dropped", zap.String("file", file), zap.Any("ranges", damage[:min(len(damage), 8)]))
+	}
 }
