@@ -17,6 +17,7 @@ import (
 
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/internal/reclog"
 )
 
 // Multimaster, as in Salt (the master option a list):
@@ -102,6 +103,7 @@ func openLinks(cfg *config.Agent, log *zap.Logger, keep func(spoolItem) bool) ([
 			if err != nil {
 				return err
 			}
+			reclog.Warn(log, sp.path, sp.damage)
 			outs = append(outs, newOutbox(outboxMax, sp))
 		}
 		// Spools of another configuration: their items go to every
@@ -122,6 +124,7 @@ func openLinks(cfg *config.Agent, log *zap.Logger, keep func(spoolItem) bool) ([
 			if err != nil {
 				return err
 			}
+			reclog.Warn(log, old.path, old.damage)
 			for _, it := range old.items {
 				for _, o := range outs {
 					if _, _, err = o.spool.push(it.kind, it.body); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/halite-fleet/halite/agent/exec"
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/internal/reclog"
 	"github.com/halite-fleet/halite/returners"
 
 	// The light returners a masterless agent runs itself. The others
@@ -71,6 +72,7 @@ func OpenReturners(ctx context.Context, cfg *config.Agent, sub string, log *zap.
 			rs.Close()
 			return nil, err
 		}
+		reclog.Warn(rs.log, filepath.Join(dir, name+".spool"), sp.Damage)
 		rs.workers = append(rs.workers, returners.NewWorker(name, sp, r, rs.log))
 	}
 	return rs, nil

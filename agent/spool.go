@@ -50,8 +50,18 @@ type spoolItem struct {
 // syncLoop makes it durable against power loss within syncInterval, without
 // making each return wait for the flash (100 agents fsyncing every return
 // on one disk tripled a fleet-wide test.ping). Trims are not synced, so a
-// crash may deliver an item again (at least once). A torn last record (a crash mid-write) is dropped on open. What
-// waits is also held in memory: it is at most max bytes.
+// crash may deliver an item again (at least once). What waits is also
+// held in memory: it is at most max bytes.
+//
+// A write that fails (a full disk) is cut off the log, back to its last
+// whole record, so that nothing written later sits behind a torn record;
+// the push reports the failure. Damage found on open (a torn last record
+// after a crash, a flipped bit, a zeroed page) is dropped, the rest kept:
+// reclog.Scan resynchronises on the next intact record, and openSpool
+// reports the ranges dropped (damage). A damaged item is lost (if not yet
+// acknowledged) and a damaged trim record undone (its items are sent
+// again, unless a later trim covers them), but nothing after the damage
+// is lost or sent again.
 type spool struct {
 	path string
 	max  int64
@@ -64,6 +74,9 @@ type spool struct {
 	trimmed uint64      // every seq up to it is gone
 	garbage int64       // bytes of the log that no longer matter
 	dirty   bool        // written since the last fsync
+	size    int64       // end of the log's last whole record
+
+	damage []reclog.Damage // ranges of the log dropped as damaged when it was opened
 }
 
 // syncInterval bounds how long a pushed item may sit in the page cache
@@ -119,24 +132,39 @@ func openSpool(dir string, max int64, keep func(spoolItem) bool) (*spool, error)
 		return nil, fmt.Errorf("open outbox spool %s: %w", s.path, err)
 	}
 	if err := s.compact(); err != nil {
-		return nil, fmt.Errorf("open outbox spool %s: %w", s.path, err)
+		// A full disk, say: go on with the log as it is, past its last
+		// whole record cut off (that frees room; should it fail, the next
+		// load finds what is appended past the damage).
+		if s.f, err = os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err != nil {
+			return nil, fmt.Errorf("open outbox spool %s: %w", s.path, err)
+		}
+		s.f.Truncate(s.size)
 	}
 	return s, nil
 }
 
-// load reads the log up to its end or its first damaged record.
+// load reads the log, past damage (see spool). A record found past damage
+// must be one the log could hold there: each record skipped took at
+// least reclog.HeaderSize bytes and at most one seq, so its seq is at most
+// that many past what was read before it (a record found inside the body
+// of a damaged one, written there by whoever sent the event, cannot jump
+// the sequence and so trim or shadow what follows).
 func (s *spool) load(keep func(spoolItem) bool) error {
 	b, err := os.ReadFile(s.path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	for {
-		rec, n, ok := reclog.Next(b, maxBody)
-		if !ok {
-			break
+	end, damage := reclog.Scan(b, maxBody, func(_, _ int, rec reclog.Record, skipped int) bool {
+		if rec.Kind != recTrim && rec.Kind != recReturn && rec.Kind != recEvent {
+			return false
 		}
-		b = b[n:]
 		seq := rec.Seq
+		if skipped > 0 && s.next > 1 {
+			last := s.next - 1 + uint64(skipped/reclog.HeaderSize) // the highest seq skipped
+			if rec.Kind == recTrim && seq > last || seq > last+1 {
+				return false
+			}
+		}
 		if rec.Kind == recTrim {
 			s.trimLocked(seq)
 		} else if seq > s.trimmed && (len(s.items) == 0 || seq > s.items[len(s.items)-1].seq) {
@@ -150,18 +178,16 @@ func (s *spool) load(keep func(spoolItem) bool) error {
 			}
 		}
 		s.next = max(s.next, seq+1)
-	}
+		return true
+	})
+	s.size, s.damage = int64(end), damage
 	return nil
 }
 
 // compact rewrites the log with what waits (and a trim record that keeps
-// the sequence going), durably, and reopens it for appending. s.mu is held
-// or s is not shared yet.
+// the sequence going), durably, and reopens it for appending; if it
+// cannot, the log is as it was. s.mu is held or s is not shared yet.
 func (s *spool) compact() error {
-	if s.f != nil {
-		s.f.Close()
-		s.f = nil
-	}
 	var buf []byte
 	trim := s.next - 1
 	if len(s.items) > 0 {
@@ -176,10 +202,29 @@ func (s *spool) compact() error {
 	if err := atomicfile.Write(s.path, buf, 0o600); err != nil {
 		return err
 	}
-	s.garbage = 0
+	if s.f != nil {
+		s.f.Close() // the replaced file's
+	}
+	s.garbage, s.size = 0, int64(len(buf))
 	var err error
-	s.f, err = os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if s.f, err = os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+		s.f = nil
+	}
 	return err
+}
+
+// appendLocked writes records at the end of the log. A write that fails
+// may have written part of them: the log is cut back to its last whole
+// record, so that later records do not sit behind a torn one (should
+// that fail too, load finds them past it, and reports the torn bytes).
+func (s *spool) appendLocked(buf []byte) error {
+	s.dirty = true
+	if _, err := s.f.Write(buf); err != nil {
+		s.f.Truncate(s.size)
+		return err
+	}
+	s.size += int64(len(buf))
+	return nil
 }
 
 func kindByte(t protocol.Type) byte {
@@ -214,9 +259,7 @@ func (s *spool) push(kind protocol.Type, body []byte) (seq uint64, dropped int, 
 		buf = reclog.Append(buf, recTrim, over, nil)
 	}
 	buf = reclog.Append(buf, kindByte(kind), seq, body)
-	_, err = s.f.Write(buf)
-	s.dirty = true
-	if err != nil {
+	if err := s.appendLocked(buf); err != nil {
 		return 0, 0, fmt.Errorf("push to outbox spool %s: %w", s.path, err)
 	}
 	if over != 0 {
@@ -252,16 +295,22 @@ func (s *spool) ack(seq uint64) error {
 		return fmt.Errorf("ack outbox spool %s: closed", s.path)
 	}
 	s.trimLocked(seq)
+	var cerr error
 	if s.garbage > compactGarbage && s.garbage > s.bytes {
-		if err := s.compact(); err != nil {
-			return fmt.Errorf("compact outbox spool %s: %w", s.path, err)
+		if cerr = s.compact(); cerr == nil {
+			return nil
 		}
-		return nil
+		cerr = fmt.Errorf("compact outbox spool %s: %w", s.path, cerr)
+		if s.f == nil {
+			return cerr
+		}
 	}
-	if _, err := s.f.Write(reclog.Append(nil, recTrim, seq, nil)); err != nil {
-		return fmt.Errorf("ack outbox spool %s: %w", s.path, err)
+	// A trim record lost (a full disk) is no loss: the next one covers
+	// it, and a crash meanwhile sends the items again.
+	if err := s.appendLocked(reclog.Append(nil, recTrim, seq, nil)); err != nil {
+		return fmt.Errorf("ack outbox spool %s: %w", s.path, err) // and cerr, likely the same
 	}
-	return nil
+	return cerr
 }
 
 // trimLocked removes the items up to seq from memory.

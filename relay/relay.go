@@ -225,6 +225,7 @@ type Stats struct {
 	SpoolDisk      int64  // bytes of the spool's segment files (bounded by spool_max)
 	SpoolDropped   uint64 // items dropped, ever: for room, unwritable, or left by the previous run (their devices resent them)
 	SpoolFailed    uint64 // items dropped because they could not be written (a full disk), ever
+	SpoolCorrupt   uint64 // bytes of the spool's segments dropped as damaged when they were loaded, ever
 	DroppedDevices uint64 // devices disconnected for bad behaviour, ever
 	Throttled      uint64 // returns and events held back by event_rate, ever
 	Refused        uint64 // device handshakes refused for the admit rate, ever
@@ -242,7 +243,7 @@ func (r *Relay) Stats() Stats {
 	b, items, dropped := r.store.stats()
 	disk, failed := r.store.usage()
 	return Stats{Devices: n, Upstream: r.link.Load() != nil, SpoolBytes: b, SpoolItems: items, SpoolDisk: disk,
-		SpoolDropped: dropped, SpoolFailed: failed, DroppedDevices: r.droppedDevices.Load(), Throttled: r.throttled.Load(),
+		SpoolDropped: dropped, SpoolFailed: failed, SpoolCorrupt: r.store.corruptBytes(), DroppedDevices: r.droppedDevices.Load(), Throttled: r.throttled.Load(),
 		Refused: r.refused.Load(), Batches: r.batches.Load()}
 }
 
@@ -278,7 +279,7 @@ func (r *Relay) heartbeatLoop(ctx context.Context) error {
 		r.event("halite/relay/"+r.o.Config.ID+"/heartbeat", map[string]any{
 			"devices": st.Devices, "upstream": st.Upstream, "spool_bytes": st.SpoolBytes,
 			"spool_items": st.SpoolItems, "spool_disk": st.SpoolDisk, "spool_dropped": st.SpoolDropped,
-			"spool_failed": st.SpoolFailed, "devices_dropped": st.DroppedDevices,
+			"spool_failed": st.SpoolFailed, "spool_corrupt_bytes": st.SpoolCorrupt, "devices_dropped": st.DroppedDevices,
 			"throttled": st.Throttled, "handshakes_refused": st.Refused, "batches": st.Batches,
 		})
 	}

@@ -97,7 +97,9 @@ func (s *store) load() error {
 		if id, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(name), segSuffix), 16, 64); err == nil {
 			last = max(last, id)
 		}
-		seg, err := loadSegment(name, held)
+		seg, damage, err := loadSegment(name, held)
+		s.corrupt += uint64(reclog.Bytes(damage))
+		reclog.Warn(s.log, name, damage)
 		if err != nil {
 			for _, seg := range s.segs {
 				seg.f.Close()
@@ -162,32 +164,34 @@ func (s *store) load() error {
 	return nil
 }
 
-// loadSegment reads a previous run's segment up to its first damaged
-// record (a torn write), adding its items to held and applying its acks
-// and forget records to held.
-func loadSegment(name string, held map[string][]*item) (*segment, error) {
+// loadSegment reads a previous run's segment, adding its items to held and
+// applying its acks and forget records to held. Damage (a torn write, a
+// flipped bit) is dropped and returned, the records after it kept
+// (reclog.Scan): a damaged item is lost (its device still has it, unless
+// it died), a damaged ack undone (its items are sent again, unless a later
+// ack covers them), a damaged forget record undone (the device's items
+// are resumed with its latest Hello, which the master refuses: they are
+// dropped and counted).
+func loadSegment(name string, held map[string][]*item) (*segment, []reclog.Damage, error) {
 	b, err := os.ReadFile(name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	f, err := os.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	seg := &segment{path: name, f: f, sealed: true}
-	off := 0
-	for {
-		rec, n, ok := reclog.Next(b[off:], maxWireRecord)
-		if !ok {
-			break
-		}
+	_, damage := reclog.Scan(b, maxWireRecord, func(off, n int, rec reclog.Record, _ int) bool {
 		switch rec.Kind {
 		case recWire:
-			if id, wire, ok := splitWire(rec.Body); ok {
-				it := &item{seg: seg, off: int64(off), size: int32(n), wire: int32(len(wire)), seq: rec.Seq}
-				seg.items = append(seg.items, it)
-				held[id] = append(held[id], it)
+			id, wire, ok := splitWire(rec.Body)
+			if !ok {
+				return false
 			}
+			it := &item{seg: seg, off: int64(off), size: int32(n), wire: int32(len(wire)), seq: rec.Seq}
+			seg.items = append(seg.items, it)
+			held[id] = append(held[id], it)
 		case recAck:
 			items := held[string(rec.Body)]
 			i := 0
@@ -197,11 +201,13 @@ func loadSegment(name string, held map[string][]*item) (*segment, error) {
 			held[string(rec.Body)] = items[i:]
 		case recForget:
 			delete(held, string(rec.Body))
+		default:
+			return false
 		}
-		off += n
-	}
-	seg.size, seg.written = int64(off), int64(off)
-	return seg, nil
+		return true
+	})
+	seg.size, seg.written = int64(len(b)), int64(len(b))
+	return seg, damage, nil
 }
 
 // orphanList returns the devices of the previous run whose items wait.

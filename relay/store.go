@@ -90,6 +90,7 @@ type store struct {
 	dropped uint64 // items dropped, ever: for room, unwritable, or left by a previous run
 	failed  uint64 // items dropped because they could not be written, ever
 	failing bool   // the last write failed (its error was logged)
+	corrupt uint64 // bytes of segments dropped as damaged when they were loaded, ever
 	dirty   bool   // written since the last fsync
 	opened  bool
 	orphans []*device // devices of the previous run whose items wait (see load)
@@ -106,6 +107,7 @@ type segment struct {
 	f       *os.File
 	size    int64   // bytes of its records, written or buffered
 	written int64   // bytes written to f
+	torn    bool    // a failed write may have left bytes past written
 	live    int     // items not gone
 	items   []*item // every item written to it, in order
 }
@@ -360,7 +362,7 @@ func (s *store) flushLocked(lost []*device) []*device {
 	if len(s.buf) == 0 {
 		return lost
 	}
-	_, err := cur.f.WriteAt(s.buf, cur.written)
+	err := writeSegment(cur, s.buf)
 	s.resetBuf()
 	if err == nil {
 		if s.failing {
@@ -371,8 +373,8 @@ func (s *store) flushLocked(lost []*device) []*device {
 		s.dirty = true
 		return lost
 	}
-	// What was buffered is not on disk: drop it (the file may hold part
-	// of it, which the next write overwrites).
+	// What was buffered is not on disk: drop it (writeSegment cut off
+	// what part of it the file held).
 	i := len(cur.items)
 	for i > 0 && cur.items[i-1].off >= cur.written {
 		i--
@@ -396,6 +398,25 @@ func (s *store) flushLocked(lost []*device) []*device {
 			zap.String("dir", s.dir), zap.Error(err))
 	}
 	return lost
+}
+
+// writeSegment writes buf at the end of what seg's file holds. A write
+// that fails may have written part of buf: the file is cut back to its
+// last whole record (now, or before the next write if that fails too), so
+// that a restart does not read records the relay dropped and counted
+// (their devices send them again), nor lose those written after them.
+func writeSegment(seg *segment, buf []byte) error {
+	if seg.torn {
+		if err := seg.f.Truncate(seg.written); err != nil {
+			return fmt.Errorf("cut off a failed write: %w", err)
+		}
+		seg.torn = false
+	}
+	if _, err := seg.f.WriteAt(buf, seg.written); err != nil {
+		seg.torn = seg.f.Truncate(seg.written) != nil
+		return err
+	}
+	return nil
 }
 
 // resetBuf empties the write buffer, and lets go of its array if a large
@@ -617,6 +638,13 @@ func (s *store) stats() (bytes int64, items int, dropped uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.bytes, s.items, s.dropped
+}
+
+// corruptBytes returns the bytes of segments ever dropped as damaged.
+func (s *store) corruptBytes() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.corrupt
 }
 
 // usage returns the bytes of segments on disk (the figure spool_max

@@ -3,23 +3,35 @@ package returners
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 
 	"github.com/halite-fleet/halite/internal/atomicfile"
+	"github.com/halite-fleet/halite/internal/reclog"
 )
 
 // Spool is a Store in two append-only files of JSON lines, for the agent,
 // which must not link bbolt: NAME.spool logs pushes ({"p": seq, "i":
 // item}) and acks ({"a": seq}); NAME.dead holds the dead letters. What
 // waits is also held in memory (a spool is small: an agent's own returns).
-// The log is compacted when it is opened and when most of it is acked. A
-// torn last line (a crash mid-write) is skipped.
+// The log is compacted when it is opened and when most of it is acked.
+//
+// Each line carries a CRC-32C of what it says ({"c": hex}); a line
+// without one, of a log an older version wrote, still loads (a bit flip
+// that turns "c" into another key spares what the line says), and the
+// log is rewritten with them at once. A damaged line (a
+// torn write, a flipped bit) is dropped and reported (Damage), the lines
+// after it kept: a damaged push loses that item, a damaged ack sends its
+// item again. A write that fails (a full disk) is cut off the log, back to
+// its last whole line, so that the next line does not join a torn one.
 type Spool struct {
 	path, deadPath string
 	max            int
@@ -31,6 +43,11 @@ type Spool struct {
 	pending []Entry
 	garbage int // lines in the log that no longer matter
 	dead    int
+	size    int64 // end of the log's last whole line
+	torn    bool  // a failed write may have left bytes past size
+	// Damage is the ranges of the log dropped as damaged when it was
+	// opened.
+	Damage []reclog.Damage
 }
 
 var _ Store = (*Spool)(nil)
@@ -39,6 +56,18 @@ type spoolLine struct {
 	P uint64          `json:"p,omitempty"`
 	I json.RawMessage `json:"i,omitempty"`
 	A uint64          `json:"a,omitempty"`
+	C string          `json:"c,omitempty"` // CRC-32C of the line (see sum)
+}
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// sum is the CRC-32C a line carries: of P, A and I as they are in the
+// line.
+func (l *spoolLine) sum() string {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:], l.P)
+	binary.LittleEndian.PutUint64(b[8:], l.A)
+	return strconv.FormatUint(uint64(crc32.Update(crc32.Checksum(b[:], crcTable), crcTable, l.I)), 16)
 }
 
 // OpenSpool opens or creates the spool dir/name.spool (and name.dead),
@@ -53,7 +82,12 @@ func OpenSpool(dir, name string, max int) (*Spool, error) {
 		return nil, fmt.Errorf("open returner spool %s: %w", s.path, err)
 	}
 	if err := s.compact(); err != nil {
-		return nil, fmt.Errorf("open returner spool %s: %w", s.path, err)
+		// A full disk, say: go on with the log as it is, past its last
+		// whole line cut off at the first write.
+		if s.f, err = os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err != nil {
+			return nil, fmt.Errorf("open returner spool %s: %w", s.path, err)
+		}
+		s.torn = true
 	}
 	if n, err := countLines(s.deadPath); err == nil {
 		s.dead = n
@@ -64,37 +98,54 @@ func OpenSpool(dir, name string, max int) (*Spool, error) {
 	return s, nil
 }
 
+// load reads the log line by line; a line that does not parse or does
+// not match its CRC is damage (see Spool).
 func (s *Spool) load() error {
-	f, err := os.Open(s.path)
+	b, err := os.ReadFile(s.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	acked := map[uint64]bool{}
+	acked, pushedSeq := map[uint64]bool{}, map[uint64]bool{}
 	var pushed []Entry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for sc.Scan() {
-		var l spoolLine
-		if json.Unmarshal(sc.Bytes(), &l) != nil {
-			continue // a torn line
+	for off := 0; off < len(b); {
+		n := bytes.IndexByte(b[off:], '\n') + 1
+		whole := n > 0
+		if !whole {
+			n = len(b) - off
 		}
+		line := b[off : off+n]
+		var l spoolLine
+		ok := whole && json.Unmarshal(line, &l) == nil
+		switch {
+		case !ok:
+		case l.C != "":
+			ok = l.C == l.sum() && (l.P == 0) != (l.A == 0)
+		default:
+			ok = (l.P == 0) != (l.A == 0) // an older version's line
+		}
+		// A second push of a seq, or one of nothing, is not a line this
+		// spool writes.
+		ok = ok && (l.P == 0 || len(l.I) > 0 && !pushedSeq[l.P])
+		off += n
+		if !ok {
+			s.Damage = append(s.Damage, reclog.Damage{From: off - n, To: off})
+			continue
+		}
+		s.size = int64(off)
 		switch {
 		case l.A != 0:
 			acked[l.A] = true
 		case l.P != 0:
+			pushedSeq[l.P] = true
 			raw := append([]byte(nil), l.I...)
 			pushed = append(pushed, Entry{Seq: l.P, Raw: raw})
 		}
-		if l.P >= s.next {
-			s.next = l.P + 1
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return err
+		// An ack counts too: its item's push line may be the damaged one,
+		// and its seq must not be used again.
+		s.next = max(s.next, l.P+1, l.A+1)
 	}
 	for _, e := range pushed {
 		if !acked[e.Seq] {
@@ -107,37 +158,63 @@ func (s *Spool) load() error {
 // compact rewrites the log with only what waits, and reopens it for
 // appending. s.mu is held or s is not shared yet.
 func (s *Spool) compact() error {
-	if s.f != nil {
-		s.f.Close()
-		s.f = nil
-	}
-	var buf bytes.Buffer
+	lines := make([]spoolLine, 0, len(s.pending))
 	for _, e := range s.pending {
-		b, _ := json.Marshal(spoolLine{P: e.Seq, I: e.Raw})
-		buf.Write(append(b, '\n'))
+		lines = append(lines, spoolLine{P: e.Seq, I: e.Raw})
 	}
-	if err := atomicfile.Write(s.path, buf.Bytes(), 0o600); err != nil {
+	buf := marshalLines(lines)
+	if err := atomicfile.Write(s.path, buf, 0o600); err != nil {
 		return err
 	}
-	s.garbage = 0
+	if s.f != nil {
+		s.f.Close() // the replaced file's
+	}
+	s.garbage, s.size, s.torn = 0, int64(len(buf)), false
 	var err error
-	s.f, err = os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if s.f, err = os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+		s.f = nil
+	}
 	return err
 }
 
-// appendLines writes lines to the log; sync makes them durable first.
-func (s *Spool) appendLines(lines []spoolLine, sync bool) error {
+// marshalLines encodes lines, each with its CRC, by hand: I as it is
+// (JSON on one line: what json.Marshal made, or a line held), not
+// compacted or escaped again as json.Marshal would, so that it reads back
+// as the bytes its CRC is of.
+func marshalLines(lines []spoolLine) []byte {
 	var buf []byte
 	for _, l := range lines {
-		b, err := json.Marshal(l)
-		if err != nil {
-			return err
+		if l.P != 0 {
+			if len(l.I) == 0 {
+				l.I = json.RawMessage("null")
+			}
+			buf = append(strconv.AppendUint(append(buf, `{"p":`...), l.P, 10), `,"i":`...)
+			buf = append(buf, l.I...)
+		} else {
+			buf = strconv.AppendUint(append(buf, `{"a":`...), l.A, 10)
 		}
-		buf = append(append(buf, b...), '\n')
+		buf = append(append(append(buf, `,"c":"`...), l.sum()...), "\"}\n"...)
+	}
+	return buf
+}
+
+// appendLines writes lines to the log; sync makes them durable first.
+// A write that fails may have written part of them: the log is cut back
+// to its last whole line (now, or before the next write if that fails
+// too), so that the next line does not join a torn one.
+func (s *Spool) appendLines(lines []spoolLine, sync bool) error {
+	buf := marshalLines(lines)
+	if s.torn {
+		if err := s.f.Truncate(s.size); err != nil {
+			return err // wrapped by the caller: push to or ack returner spool
+		}
+		s.torn = false
 	}
 	if _, err := s.f.Write(buf); err != nil {
+		s.torn = s.f.Truncate(s.size) != nil
 		return err
 	}
+	s.size += int64(len(buf))
 	if sync {
 		return s.f.Sync()
 	}
@@ -233,16 +310,20 @@ func (s *Spool) ack(seqs []uint64) error {
 	clear(s.pending[len(kept):])
 	s.pending = kept
 	s.garbage += 2 * len(seqs)
+	var cerr error
 	if s.garbage > 1024 && s.garbage > 2*len(s.pending) {
-		if err := s.compact(); err != nil {
-			return fmt.Errorf("compact returner spool %s: %w", s.path, err)
+		if cerr = s.compact(); cerr == nil {
+			return nil
 		}
-		return nil
+		cerr = fmt.Errorf("compact returner spool %s: %w", s.path, cerr)
+		if s.f == nil {
+			return cerr
+		}
 	}
 	if err := s.appendLines(lines, false); err != nil {
-		return fmt.Errorf("ack returner spool %s: %w", s.path, err)
+		return fmt.Errorf("ack returner spool %s: %w", s.path, err) // and cerr, likely the same
 	}
-	return nil
+	return cerr
 }
 
 // Bury moves e to NAME.dead with the reason.
