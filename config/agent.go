@@ -42,6 +42,16 @@ type Agent struct {
 	FileClient string         `yaml:"file_client"`
 	Reactor    []any          `yaml:"reactor"`
 
+	// Schedule is the schedule: option (Salt's minion schedule), merged
+	// over every file as Salt's include does; ScheduleAt says where each
+	// job was set ("file:line"). See schedule.go.
+	Schedule   map[string]any    `yaml:"schedule"`
+	ScheduleAt map[string]string `yaml:"-"`
+	// MineFunctions and MineInterval are Salt's mine_functions and
+	// mine_interval (minutes; 0: no periodic mine.update).
+	MineFunctions map[string]any `yaml:"mine_functions"`
+	MineInterval  int            `yaml:"mine_interval"`
+
 	// SpoolMax bounds, in bytes, the returns and events the agent keeps
 	// on disk (cachedir/spool) until the master acknowledges them; past
 	// it the oldest are dropped.
@@ -79,6 +89,7 @@ func DefaultAgent() *Agent {
 		SockDir:            "/var/run/halite/agent",
 		FileClient:         "remote",
 		SpoolMax:           16 << 20,
+		MineInterval:       60,
 		LogLevel:           "warning",
 		LogFile:            "/var/log/halite/agent",
 		Raw:                map[string]any{},
@@ -139,6 +150,9 @@ var agentRole = &role[Agent]{
 		"log_file":                 func(a *Agent, v value) error { return v.str(&a.LogFile) },
 		"log_level_logfile":        func(a *Agent, v value) error { return v.logLevel(&a.LogLevelLogfile) },
 		"relay":                    func(a *Agent, v value) error { return v.relay(&a.Relay) },
+		"schedule":                 func(a *Agent, v value) error { return v.schedule(&a.Schedule, &a.ScheduleAt) },
+		"mine_functions":           func(a *Agent, v value) error { return v.mineFunctions(&a.MineFunctions) },
+		"mine_interval":            func(a *Agent, v value) error { return v.count(&a.MineInterval) },
 	},
 	silent:  setOf(saltMinionOptions, saltCommonOptions),
 	foreign: setOf(saltMasterOptions, haliteMasterOptions),
@@ -147,7 +161,7 @@ var agentRole = &role[Agent]{
 // haliteAgentOptions and haliteMasterOptions are the options each role
 // handles, for the "that is a master option" warning of the other role.
 const (
-	haliteAgentOptions = "id master master_port master_finger relay_finger master_type master_alive_interval master_failback master_failback_interval random_reauth_delay master_shuffle random_master retry_dns acceptance_wait_time acceptance_wait_time_max grains beacons return file_client relay spool_max"
+	haliteAgentOptions = "id master master_port master_finger relay_finger master_type master_alive_interval master_failback master_failback_interval random_reauth_delay master_shuffle random_master retry_dns acceptance_wait_time acceptance_wait_time_max grains beacons return file_client relay spool_max schedule mine_functions mine_interval"
 	// haliteMasterRawOptions are Halite's own master options that the
 	// parts using them read from Master.Raw.
 	haliteMasterRawOptions = "reactor_max_depth returner_queue_max max_frame"
