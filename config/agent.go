@@ -164,7 +164,7 @@ const (
 	haliteAgentOptions = "id master master_port master_finger relay_finger master_type master_alive_interval master_failback master_failback_interval random_reauth_delay master_shuffle random_master retry_dns acceptance_wait_time acceptance_wait_time_max grains beacons return file_client relay spool_max schedule mine_functions mine_interval"
 	// haliteMasterRawOptions are Halite's own master options that the
 	// parts using them read from Master.Raw.
-	haliteMasterRawOptions = "reactor_max_depth returner_queue_max max_frame"
+	haliteMasterRawOptions = "reactor_max_depth returner_queue_max max_frame mine_get"
 	haliteMasterOptions    = "jid_node interface port auto_accept autosign_file autoreject_file autosign_grains_dir keep_jobs timeout worker_threads utc_jid nodegroups reactor_worker_threads reactor_worker_hwm reactor_max_depth returner_queue_max max_frame file_roots pillar_roots master_job_cache event_return"
 )
 

@@ -131,9 +131,15 @@ func boolean(v any) (bool, bool) {
 	return false, false
 }
 
-// Parse checks one schedule entry and returns its job. known, if not nil,
-// says whether a function exists. The error names what is wrong.
-func Parse(name string, v any, known func(string) bool) (*Job, error) {
+// Checks are what Parse asks the agent about a job.
+type Checks struct {
+	Function func(string) bool  // whether a function exists; nil: any
+	Returner func(string) error // whether a returner exists; nil: any
+}
+
+// Parse checks one schedule entry and returns its job. The error names
+// what is wrong.
+func Parse(name string, v any, c Checks) (*Job, error) {
 	if name == "" {
 		return nil, fmt.Errorf("a job name is required")
 	}
@@ -153,7 +159,7 @@ func Parse(name string, v any, known func(string) bool) (*Job, error) {
 	if fn == "" {
 		return nil, fmt.Errorf("job %s: function is required (a string such as test.ping)", name)
 	}
-	if known != nil && !known(fn) {
+	if c.Function != nil && !c.Function(fn) {
 		return bad("function", "%q is not available on this agent", fn)
 	}
 	j.Function = fn
@@ -250,6 +256,13 @@ func Parse(name string, v any, known func(string) bool) (*Job, error) {
 			}
 		default:
 			return bad("returner", "expected a name or a list of names, got %v", x)
+		}
+		for _, r := range j.Returners {
+			if c.Returner != nil {
+				if err := c.Returner(r); err != nil {
+					return bad("returner", "%v", err)
+				}
+			}
 		}
 	}
 	for _, b := range []struct {

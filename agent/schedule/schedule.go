@@ -24,6 +24,8 @@ type Options struct {
 	Where func(name string) string
 	// Known reports whether an execution function exists; nil: any.
 	Known func(fun string) bool
+	// Returner checks a returner: name; nil: any.
+	Returner func(name string) error
 	// Run runs one firing of a job and returns when it is done.
 	Run func(ctx context.Context, j *Job)
 	// SaveFile is where Save writes (CONFIG_DIR/agent.d/_schedule.conf).
@@ -103,7 +105,7 @@ func (s *Scheduler) parseAll(cfg map[string]any) (map[string]*entry, bool, int, 
 		case "skip_function", "skip_during_range":
 			continue
 		}
-		j, err := Parse(name, v, s.o.Known)
+		j, err := Parse(name, v, s.checks())
 		if err != nil {
 			return nil, false, 0, s.where(name, err)
 		}
@@ -111,6 +113,8 @@ func (s *Scheduler) parseAll(cfg map[string]any) (map[string]*entry, bool, int, 
 	}
 	return jobs, enabled, splay, nil
 }
+
+func (s *Scheduler) checks() Checks { return Checks{Function: s.o.Known, Returner: s.o.Returner} }
 
 func (s *Scheduler) where(name string, err error) error {
 	if s.o.Where != nil {
@@ -275,7 +279,7 @@ func YAML(list map[string]any) (string, error) {
 
 // Add adds a job; an existing name or a bad entry is refused.
 func (s *Scheduler) Add(name string, data map[string]any) error {
-	j, err := Parse(name, data, s.o.Known)
+	j, err := Parse(name, data, s.checks())
 	if err != nil {
 		return err
 	}
@@ -303,7 +307,7 @@ func (s *Scheduler) install(name string, j *Job) {
 
 // Modify replaces a job's options with data (Salt's schedule.modify).
 func (s *Scheduler) Modify(name string, data map[string]any) error {
-	j, err := Parse(name, data, s.o.Known)
+	j, err := Parse(name, data, s.checks())
 	if err != nil {
 		return err
 	}
@@ -416,6 +420,9 @@ func (s *Scheduler) Save() (string, error) {
 	s.mu.Lock()
 	jobs := make(map[string]any, len(s.jobs)+1)
 	for name, e := range s.jobs {
+		if len(name) > 1 && name[:2] == "__" {
+			continue // the agent's own jobs (__mine_interval), as Salt's remove_hidden
+		}
 		jobs[name] = e.job.data
 	}
 	if !s.enabled {
