@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -270,11 +271,23 @@ func (s *Scheduler) List(showAll, showDisabled bool) map[string]any {
 // YAML is the listing as Salt prints it: "schedule:" and the jobs, or
 // "schedule: {}".
 func YAML(list map[string]any) (string, error) {
-	b, err := yaml.Marshal(map[string]any{"schedule": list})
-	if err != nil {
-		return "", fmt.Errorf("encode schedule: %w", err)
+	b, err := marshalYAML(map[string]any{"schedule": list})
+	return string(b), err
+}
+
+// marshalYAML encodes v as Salt's yaml.safe_dump(default_flow_style=False)
+// does: block style, two-space indent.
+func marshalYAML(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode schedule: %w", err)
 	}
-	return string(b), nil
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("encode schedule: %w", err)
+	}
+	return buf.Bytes(), nil
 }
 
 // Add adds a job; an existing name or a bad entry is refused.
@@ -429,9 +442,9 @@ func (s *Scheduler) Save() (string, error) {
 		jobs["enabled"] = false
 	}
 	s.mu.Unlock()
-	b, err := yaml.Marshal(map[string]any{"schedule": jobs})
+	b, err := marshalYAML(map[string]any{"schedule": jobs})
 	if err != nil {
-		return "", fmt.Errorf("encode schedule: %w", err)
+		return "", err
 	}
 	if err := os.MkdirAll(filepath.Dir(s.o.SaveFile), 0o755); err != nil {
 		return "", fmt.Errorf("save schedule: %w", err)
