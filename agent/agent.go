@@ -17,6 +17,7 @@ import (
 	"github.com/halite-fleet/halite/agent/beacons"
 	"github.com/halite-fleet/halite/agent/exec"
 	"github.com/halite-fleet/halite/agent/grains"
+	"github.com/halite-fleet/halite/agent/schedule"
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/event"
 	"github.com/halite-fleet/halite/protocol"
@@ -54,6 +55,12 @@ type Agent struct {
 
 	beacons *beacons.Manager // beacons_funcs.go
 	engines *engineHost      // engines.go
+
+	sched     *schedule.Scheduler               // schedule_funcs.go
+	schedAt   atomic.Pointer[map[string]string] // where each job was configured
+	schedRets schedReturners                    // the returners of jobs' returner:
+	jids      event.JIDGen                      // the jids of scheduled jobs
+	mine      mineState                         // mine.go
 }
 
 // New loads (or makes) the agent's identity, opens its outbox spool
@@ -115,6 +122,12 @@ func New(cfg *config.Agent, log *zap.Logger) (*Agent, error) {
 	if a.beacons, err = a.newBeacons(); err == nil {
 		a.engines, err = a.newEngines()
 	}
+	if err == nil {
+		a.sched, err = a.newSchedule()
+	}
+	if err == nil {
+		err = a.checkMine()
+	}
 	if err != nil {
 		closeSpools()
 		a.jobs.close()
@@ -165,8 +178,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { return a.beacons.Run(gctx) })
 	g.Go(func() error { return a.engines.Run(gctx) })
+	g.Go(func() error { return a.sched.Run(gctx) })
 	err = g.Wait()
 	a.jobWG.Wait()
+	a.schedRets.close()
 	a.bus.Close()
 	for _, o := range a.outs {
 		if cerr := o.spool.close(); cerr != nil {

@@ -112,6 +112,7 @@ func (a *Agent) dial(ctx context.Context, l *link) (*masterConn, error) {
 			return nil, &errNotAccepted{status: msg.Status}
 		}
 		c.acks = msg.Caps >= protocol.CapAck
+		a.mine.setCaps(l.out, int(msg.Caps))
 		if msg.KX != nil {
 			// The master's half must be signed by the pinned master key.
 			if err := protocol.VerifyMasterKX(*a.masterPub.Load(), a.cfg.ID, hello.KX, msg.KX, msg.KXSig); err != nil {
@@ -333,6 +334,8 @@ func (a *Agent) readLoop(ctx, sessCtx context.Context, l *link, f *protocol.Fram
 		case *protocol.Ping:
 			l.out.push(&protocol.Pong{Seq: msg.Seq})
 		case *protocol.Pong:
+		case *protocol.MineData:
+			a.mineReply(msg)
 		case *protocol.Ack:
 			a.ackSpool(l.out, min(msg.Seq, sent.Load()))
 		case *protocol.Error:

@@ -42,6 +42,16 @@ type Agent struct {
 	FileClient string         `yaml:"file_client"`
 	Reactor    []any          `yaml:"reactor"`
 
+	// Schedule is the schedule: option (Salt's minion schedule), merged
+	// over every file as Salt's include does; ScheduleAt says where each
+	// job was set ("file:line"). See schedule.go.
+	Schedule   map[string]any    `yaml:"schedule"`
+	ScheduleAt map[string]string `yaml:"-"`
+	// MineFunctions and MineInterval are Salt's mine_functions and
+	// mine_interval (minutes; 0: no periodic mine.update).
+	MineFunctions map[string]any `yaml:"mine_functions"`
+	MineInterval  int            `yaml:"mine_interval"`
+
 	// SpoolMax bounds, in bytes, the returns and events the agent keeps
 	// on disk (cachedir/spool) until the master acknowledges them; past
 	// it the oldest are dropped.
@@ -86,6 +96,7 @@ func DefaultAgent() *Agent {
 		FileClient:         "remote",
 		SpoolMax:           16 << 20,
 		JobReplayWindow:    3600,
+		MineInterval:       60,
 		LogLevel:           "warning",
 		LogFile:            "/var/log/halite/agent",
 		Raw:                map[string]any{},
@@ -147,6 +158,9 @@ var agentRole = &role[Agent]{
 		"log_file":                 func(a *Agent, v value) error { return v.str(&a.LogFile) },
 		"log_level_logfile":        func(a *Agent, v value) error { return v.logLevel(&a.LogLevelLogfile) },
 		"relay":                    func(a *Agent, v value) error { return v.relay(&a.Relay) },
+		"schedule":                 func(a *Agent, v value) error { return v.schedule(&a.Schedule, &a.ScheduleAt) },
+		"mine_functions":           func(a *Agent, v value) error { return v.mineFunctions(&a.MineFunctions) },
+		"mine_interval":            func(a *Agent, v value) error { return v.count(&a.MineInterval) },
 	},
 	silent:  setOf(saltMinionOptions, saltCommonOptions),
 	foreign: setOf(saltMasterOptions, haliteMasterOptions),
@@ -155,11 +169,11 @@ var agentRole = &role[Agent]{
 // haliteAgentOptions and haliteMasterOptions are the options each role
 // handles, for the "that is a master option" warning of the other role.
 const (
-	haliteAgentOptions = "id master master_port master_finger relay_finger master_type master_alive_interval master_failback master_failback_interval random_reauth_delay master_shuffle random_master retry_dns acceptance_wait_time acceptance_wait_time_max grains beacons return file_client relay spool_max job_replay_window"
+	haliteAgentOptions = "id master master_port master_finger relay_finger master_type master_alive_interval master_failback master_failback_interval random_reauth_delay master_shuffle random_master retry_dns acceptance_wait_time acceptance_wait_time_max grains beacons return file_client relay spool_max job_replay_window schedule mine_functions mine_interval"
 	// haliteMasterRawOptions are Halite's own master options that the
 	// parts using them read from Master.Raw.
-	haliteMasterRawOptions = "reactor_max_depth returner_queue_max max_frame"
-	haliteMasterOptions    = "jid_node interface port auto_accept autosign_file autoreject_file autosign_grains_dir keep_jobs timeout worker_threads utc_jid nodegroups reactor_worker_threads reactor_worker_hwm reactor_max_depth returner_queue_max max_frame file_roots pillar_roots master_job_cache event_return relay_allow max_pending_keys new_keys_per_address"
+	haliteMasterRawOptions = "reactor_max_depth returner_queue_max max_frame mine_get"
+	haliteMasterOptions    = "jid_node interface port auto_accept autosign_file autoreject_file autosign_grains_dir keep_jobs timeout worker_threads utc_jid nodegroups reactor_worker_threads reactor_worker_hwm reactor_max_depth returner_queue_max max_frame file_roots pillar_roots master_job_cache event_return relay_allow max_pending_keys new_keys_per_address mine_get"
 )
 
 // LoadAgent reads dir/agent, then dir/agent.d/*.conf in lexical order, over

@@ -117,7 +117,7 @@ func (r *role[T]) loadFile(file string, dst *T, raw map[string]any, warn func(Wa
 			if isNull(v) {
 				continue // "key:" with no value keeps the default
 			}
-			if err := set(dst, value{v}); err != nil {
+			if err := set(dst, value{n: v, file: file}); err != nil {
 				return optionError(file, k.Line, key, err)
 			}
 			continue

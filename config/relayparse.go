@@ -41,7 +41,7 @@ func (v value) relay(dst **Relay) error {
 		if isNull(val) {
 			continue
 		}
-		if err := set(value{val}); err != nil {
+		if err := set(value{n: val}); err != nil {
 			return &atLine{k.Line, fmt.Sprintf("%s: %v", k.Value, err)}
 		}
 	}

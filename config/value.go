@@ -15,7 +15,8 @@ import (
 // setters' errors name what was expected; the loader adds file, line and
 // option name.
 type value struct {
-	n *yaml.Node
+	n    *yaml.Node
+	file string // the file it is in, for options that record where (schedule)
 }
 
 // pyBools are the words PyYAML (YAML 1.1), and so Salt, reads as booleans.
@@ -220,7 +221,7 @@ func (v value) roots(dst *map[string][]string) error {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		env := resolve(n.Content[i]).Value
 		var dirs []string
-		if err := (value{n.Content[i+1]}).strList(&dirs, false); err != nil {
+		if err := (value{n: n.Content[i+1]}).strList(&dirs, false); err != nil {
 			return fmt.Errorf("%s: %w", env, err)
 		}
 		out[env] = dirs

@@ -558,6 +558,8 @@ func (m *Master) handle(ctx context.Context, s *session, msg protocol.Message) e
 		s.ack(msg.Seq)
 	case *protocol.Grains:
 		m.minions.setGrains(s.id, msg.Grains)
+	case *protocol.MineGet:
+		m.answerMineGet(s, msg)
 	case *protocol.Ping:
 		if b, err := protocol.Encode(&protocol.Pong{Seq: msg.Seq}); err == nil {
 			s.send(b)
@@ -604,6 +606,9 @@ func (m *Master) openEvent(s *session, msg *protocol.Event) (*protocol.EventBody
 func (m *Master) agentEvent(s *session, b *protocol.EventBody) {
 	if event.ReservedForMaster(b.Tag) {
 		s.log.Warn("agent sent an event under a tag reserved for the master", zap.String("tag", b.Tag))
+		return
+	}
+	if m.mineEvent(s.id, b.Tag, b.Data) {
 		return
 	}
 	data := b.Data

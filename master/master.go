@@ -54,6 +54,9 @@ type Master struct {
 	reactor masterReactor    // see reactor.go
 	engines *engines.Manager // see engines.go
 
+	mine     *mineStore // the agents' mine data (mine.go); see mineStore()
+	mineOnce sync.Once
+
 	ready   chan struct{}
 	addr    net.Addr
 	closing chan struct{}

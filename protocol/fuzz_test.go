@@ -39,6 +39,9 @@ func seedMessages(tb testing.TB) []Message {
 		&KeyStatus{Status: KeyPending, Caps: CapabilityVersion, MasterKey: fuzzKey.Public().(ed25519.PublicKey)},
 		&Job{Signed: job.Signed, IDs: []string{"cam1"}},
 		testBatch(tb),
+		&MineGet{Req: 7, Tgt: "web*", Fun: "network.ip_addrs,grains.items", TgtType: "glob"},
+		&MineData{Req: 7, Data: map[string]any{"web1": []any{"10.0.0.1"}}},
+		&MineData{Req: 8, Err: "no master"},
 	}
 }
 

@@ -29,13 +29,17 @@ const (
 	// TypeBatch carries several devices' returns and events, relay to
 	// master on a relay link's control stream (see Batch).
 	TypeBatch Type = 11
+	// TypeMineGet asks the master for mine data, agent to master (see MineGet).
+	TypeMineGet Type = 12
+	// TypeMineData answers a MineGet, master to agent (see MineData).
+	TypeMineData Type = 13
 )
 
 var typeNames = [...]string{
 	TypeHello: "hello", TypeKeyStatus: "key_status", TypeJob: "job",
 	TypeReturn: "return", TypeEvent: "event", TypeGrains: "grains",
 	TypePing: "ping", TypePong: "pong", TypeError: "error", TypeAck: "ack",
-	TypeBatch: "batch",
+	TypeBatch: "batch", TypeMineGet: "mine_get", TypeMineData: "mine_data",
 }
 
 func (t Type) String() string {
@@ -90,6 +94,10 @@ func Decode(frame []byte) (Message, error) {
 		m = new(Error)
 	case TypeAck:
 		m = new(Ack)
+	case TypeMineGet:
+		m = new(MineGet)
+	case TypeMineData:
+		m = new(MineData)
 	default:
 		return nil, Errorf(KindUnknownType, "message type %d", frame[0])
 	}

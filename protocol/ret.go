@@ -27,6 +27,9 @@ type ReturnBody struct {
 	Retcode int    `cbor:"6,keyasint"`
 	Success bool   `cbor:"7,keyasint"`
 	Stamp   string `cbor:"8,keyasint"`
+	// Schedule is the name of the schedule job the return is of (Salt's
+	// "schedule" key of a scheduled job's return); "" for a published job.
+	Schedule string `cbor:"9,keyasint,omitempty"`
 }
 
 // SignReturn encodes and signs b with the agent's key.
@@ -74,8 +77,12 @@ func (b *ReturnBody) Map() map[string]any {
 	if args == nil {
 		args = []any{}
 	}
-	return map[string]any{
+	m := map[string]any{
 		"id": b.ID, "jid": b.JID, "fun": b.Fun, "fun_args": args,
 		"return": b.Return, "retcode": b.Retcode, "success": b.Success, "_stamp": b.Stamp,
 	}
+	if b.Schedule != "" {
+		m["schedule"] = b.Schedule
+	}
+	return m
 }

@@ -23,7 +23,10 @@ const ALPN = "halite/1"
 //	   can resume a device's session after an upstream reconnect.
 //	6: 2026-11-23: Batch: a relay sends its devices' returns and events
 //	   batched on the link's control stream.
-const CapabilityVersion = 6
+//	7: 2026-11-24: MineGet and MineData (mine.get from an agent);
+//	   ReturnBody.Schedule (the schedule job a return is of). Mine data go
+//	   to the master as events tagged "_minion_mine".
+const CapabilityVersion = 7
 
 // CapAck is the first CapabilityVersion whose masters send Ack: an agent
 // talking to an older master drops an item from its outbox once written.
@@ -36,3 +39,6 @@ const CapRelay = 5
 // relay link: a relay whose master is older sends each device's returns
 // and events on the device's own stream of the link.
 const CapBatch = 6
+
+// CapMine is the first CapabilityVersion whose masters answer MineGet.
+const CapMine = 7

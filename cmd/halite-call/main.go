@@ -98,7 +98,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			return sendEvent(ctx, cfg, args, kwargs, stdout, oo, o.out)
 		}
 	}
-	if strings.HasPrefix(o.fun, "beacons.") && o.fun != "beacons.list_available" {
+	if (strings.HasPrefix(o.fun, "beacons.") && o.fun != "beacons.list_available") ||
+		strings.HasPrefix(o.fun, "schedule.") || strings.HasPrefix(o.fun, "mine.") {
 		// The beacons live in the running agent: ask it.
 		return callAgent(ctx, cfg, o.fun, args, kwargs, stdout, oo, o.out, o.passthrough)
 	}
