@@ -62,7 +62,11 @@ func Main() int {
 	fs.BoolVar(&o.inclAcc, "include-accepted", false, "reject: also reject accepted keys")
 	fs.BoolVar(&o.inclDen, "include-denied", false, "accept or reject: also act on denied keys")
 	includeAll := fs.Bool("include-all", false, "accept or reject keys in every state")
+	vf := cli.AddVersionFlags(fs)
 	err := cli.ParseFlags(fs, os.Args[1:])
+	if err == nil {
+		err = vf.Print("halite-key", os.Stdout)
+	}
 	if err == nil {
 		n := 0
 		set := func(cond bool, action, match string) {

@@ -91,7 +91,11 @@ func Main() int {
 	fs.BoolVar(&o.preview, "preview-target", false, "print the minions the target matches and run nothing")
 	fs.BoolVar(&o.noColor, "no-color", false, "never colour the output")
 	fs.BoolVar(&o.forceColor, "force-color", false, "colour the output even when it is not a terminal")
+	vf := cli.AddVersionFlags(fs)
 	err := cli.ParseFlags(fs, os.Args[1:])
+	if err == nil {
+		err = vf.Print("halite", os.Stdout)
+	}
 	if err == nil {
 		for i, t := range types {
 			if *typeFlags[i] {
