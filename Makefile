@@ -4,7 +4,12 @@ GO        ?= go
 BIN       := bin
 DIST      := dist
 CMDS      := halite-master halite-agent halite halite-key halite-run halite-call
-LDFLAGS   := -s -w
+# --version and --versions-report print these (internal/version); a build
+# without them says "devel" with the commit Go recorded, if any.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
+VERSION_PKG := github.com/halite-fleet/halite/internal/version
+LDFLAGS   := -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)
 GOFLAGS_B := -trimpath
 # Agent-side programs, built for every device architecture.
 AGENT_CMDS := halite-agent halite-call

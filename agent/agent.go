@@ -20,11 +20,12 @@ import (
 	"github.com/halite-fleet/halite/agent/schedule"
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/internal/version"
 	"github.com/halite-fleet/halite/protocol"
 )
 
-// Version is the agent's version.
-var Version = "0.1.0"
+// Version is the agent's version (internal/version: the Makefile stamps it).
+var Version = version.Version
 
 // outboxMax bounds the messages other than returns and events (pongs,
 // grains) waiting for the master; returns and events wait in the spool,

@@ -20,13 +20,14 @@ import (
 	"github.com/halite-fleet/halite/engines"
 	"github.com/halite-fleet/halite/event"
 	"github.com/halite-fleet/halite/internal/unixsock"
+	"github.com/halite-fleet/halite/internal/version"
 	"github.com/halite-fleet/halite/master/jobcache"
 	"github.com/halite-fleet/halite/master/keys"
 	"github.com/halite-fleet/halite/protocol"
 )
 
 // Version is the master's version, sent to agents and shown by test.version.
-var Version = "0.1.0"
+var Version = version.Version
 
 // services are the master's optional long-running parts (reactor,
 // returners), each registered from its own file's init; each runs until ctx

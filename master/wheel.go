@@ -94,6 +94,7 @@ func (m *Master) wheel() map[string]callFunc {
 		"key.delete":      m.wheelDelete,
 		"key.delete_dict": m.wheelDeleteDict,
 		"key.finger":      m.wheelFinger,
+		"key.print":       m.wheelPrint,
 		"key.gen":         m.wheelGen,
 		"key.gen_accept":  m.wheelGenAccept,
 		"key.finger_master": func(context.Context, *api.Request) (any, error) {
@@ -352,14 +353,24 @@ func (m *Master) dropMinion(id, why string) {
 }
 
 func (m *Master) wheelFinger(_ context.Context, req *api.Request) (any, error) {
+	return m.wheelDescribe(req, "key.finger", m.keys.Finger)
+}
+
+// wheelPrint is Salt's key.print (key_str): the public keys matching a
+// glob, by state.
+func (m *Master) wheelPrint(_ context.Context, req *api.Request) (any, error) {
+	return m.wheelDescribe(req, "key.print", m.keys.PEM)
+}
+
+func (m *Master) wheelDescribe(req *api.Request, fun string, describe func(string) (map[string]map[string]string, error)) (any, error) {
 	a := &args{req: req}
 	match, err := a.keyMatch()
 	if err != nil {
 		return nil, err
 	}
-	f, err := m.keys.Finger(match)
+	f, err := describe(match)
 	if err != nil {
-		return nil, fmt.Errorf("key.finger: %w", err)
+		return nil, fmt.Errorf("%s: %w", fun, err)
 	}
 	out := make(map[string]any, len(f))
 	for state, ids := range f {

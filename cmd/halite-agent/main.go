@@ -25,7 +25,6 @@ type options struct {
 	logLevel  string
 	logFile   string
 	id        string
-	version   bool
 	finger    bool
 }
 
@@ -40,8 +39,11 @@ func Main() int {
 	fs.StringVar(&o.logFile, "log-file", "", "log file (default: the log_file option)")
 	fs.StringVar(&o.id, "id", "", "agent id (default: the id option, else the host name)")
 	fs.BoolVar(&o.finger, "print-finger", false, "print this agent's key fingerprint and exit")
-	fs.BoolVarP(&o.version, "version", "V", false, "print the version and exit")
+	vf := cli.AddVersionFlags(fs)
 	err := cli.ParseFlags(fs, os.Args[1:])
+	if err == nil {
+		err = vf.Print("halite-agent", os.Stdout)
+	}
 	if err == nil && fs.NArg() > 0 {
 		err = cli.Usagef("unexpected argument %q", fs.Arg(0))
 	}
@@ -54,10 +56,6 @@ func Main() int {
 }
 
 func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
-	if o.version {
-		fmt.Fprintf(stdout, "halite-agent %s\n", agent.Version)
-		return nil
-	}
 	cfg, err := config.LoadAgent(o.configDir, cli.WarnTo("halite-agent", stderr))
 	if err != nil {
 		return err

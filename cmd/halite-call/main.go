@@ -53,7 +53,11 @@ func Main() int {
 	fs.StringVar(&o.out, "output", "nested", "same as --out")
 	fs.IntVar(&o.outIndent, "out-indent", 0, "output_indent of the json, yaml and pprint outputters (negative: one line, flow style)")
 	fs.StringVarP(&o.logLevel, "log-level", "l", "warning", "console log level")
+	vf := cli.AddVersionFlags(fs)
 	err := cli.ParseFlags(fs, os.Args[1:])
+	if err == nil {
+		err = vf.Print("halite-call", os.Stdout)
+	}
 	if err == nil {
 		if fs.NArg() == 0 {
 			err = cli.Usagef("give a function, e.g. halite-call test.ping")

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -26,17 +27,20 @@ import (
 	"github.com/halite-fleet/halite/internal/output"
 	"github.com/halite-fleet/halite/master/api"
 	"github.com/halite-fleet/halite/master/keys"
+	"github.com/halite-fleet/halite/protocol"
 )
 
 type options struct {
-	configDir string
-	action    string // list, list_state, accept, reject, delete, finger
-	match     string
-	yes       bool
-	out       string
-	inclRej   bool
-	inclAcc   bool
-	inclDen   bool
+	configDir  string
+	action     string // list, list_state, accept, reject, delete, finger
+	match      string
+	yes        bool
+	out        string
+	inclRej    bool
+	inclAcc    bool
+	inclDen    bool
+	quiet      bool
+	genKeysDir string
 }
 
 func main() { os.Exit(Main()) }
@@ -56,13 +60,22 @@ func Main() int {
 	delAll := fs.BoolP("delete-all", "D", false, "delete every key")
 	finger := fs.StringP("finger", "f", "", "print the fingerprints of the keys matching GLOB")
 	fingerAll := fs.BoolP("finger-all", "F", false, "print every key's fingerprint")
+	printKey := fs.StringP("print", "p", "", "print the public keys matching GLOB")
+	printAll := fs.BoolP("print-all", "P", false, "print every public key")
+	genKeys := fs.String("gen-keys", "", "write a new agent key pair, NAME.pem and NAME.pub (the agent's key format, for preseeding), in --gen-keys-dir, and exit")
+	fs.StringVar(&o.genKeysDir, "gen-keys-dir", ".", "the directory --gen-keys writes to")
 	fs.BoolVarP(&o.yes, "yes", "y", false, "answer yes to every question")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print no results (questions are still asked; errors still go to standard error)")
 	fs.StringVar(&o.out, "out", "", "output format: json, yaml, nested, txt, raw (default: salt-key's text)")
 	fs.BoolVar(&o.inclRej, "include-rejected", false, "accept: also accept rejected keys")
 	fs.BoolVar(&o.inclAcc, "include-accepted", false, "reject: also reject accepted keys")
 	fs.BoolVar(&o.inclDen, "include-denied", false, "accept or reject: also act on denied keys")
 	includeAll := fs.Bool("include-all", false, "accept or reject keys in every state")
+	vf := cli.AddVersionFlags(fs)
 	err := cli.ParseFlags(fs, os.Args[1:])
+	if err == nil {
+		err = vf.Print("halite-key", os.Stdout)
+	}
 	if err == nil {
 		n := 0
 		set := func(cond bool, action, match string) {
@@ -81,6 +94,9 @@ func Main() int {
 		set(*delAll, "delete", "*")
 		set(*finger != "", "finger", *finger)
 		set(*fingerAll, "finger", "*")
+		set(*printKey != "", "print", *printKey)
+		set(*printAll, "print", "*")
+		set(*genKeys != "", "gen_keys", *genKeys)
 		switch {
 		case n > 1:
 			err = cli.Usagef("give one action at a time")
@@ -114,6 +130,13 @@ var headings = []struct{ key, title string }{
 }
 
 func run(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writer) error {
+	if o.action == "gen_keys" {
+		return genKeys(o.genKeysDir, o.match, stdout)
+	}
+	out := stdout // results; -q sends them nowhere (the question stays)
+	if o.quiet {
+		out = io.Discard
+	}
 	cfg, err := config.LoadMaster(o.configDir, func(config.Warning) {})
 	if err != nil {
 		return err
@@ -136,7 +159,29 @@ func run(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writ
 			}
 			return err
 		}
-		return printKeys(stdout, o.out, res)
+		return printKeys(out, o.out, res)
+	case "print":
+		// The key outputter (salt/output/key.py): "id:  KEY" under each
+		// state's heading; the key ends with a newline.
+		res, err := wheel("key.print", o.match)
+		if err != nil {
+			return err
+		}
+		if o.out != "" {
+			return output.Format(out, o.out, res, output.CLIOptions(o.out, nil, false))
+		}
+		relays, _ := res[keys.RelaysKey].(map[string]any)
+		for _, h := range headings {
+			ids, _ := res[h.key].(map[string]any)
+			if len(ids) == 0 {
+				continue
+			}
+			fmt.Fprintln(out, h.title)
+			for _, id := range sortedKeys(ids) {
+				fmt.Fprintf(out, "%s%s:  %v\n", id, viaSuffix(h.key, id, relays, " "), ids[id])
+			}
+		}
+		return nil
 	case "finger":
 		res, err := wheel("key.finger", o.match)
 		if err != nil {
@@ -148,12 +193,12 @@ func run(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writ
 		}
 		if o.out != "" {
 			res["local"] = local["local"]
-			return output.Format(stdout, o.out, res, output.CLIOptions(o.out, nil, false))
+			return output.Format(out, o.out, res, output.CLIOptions(o.out, nil, false))
 		}
 		if l, _ := local["local"].(map[string]any); len(l) > 0 && o.match == "*" {
-			fmt.Fprintln(stdout, "Local Keys:")
+			fmt.Fprintln(out, "Local Keys:")
 			for _, k := range sortedKeys(l) {
-				fmt.Fprintf(stdout, "%s:  %v\n", k, l[k])
+				fmt.Fprintf(out, "%s:  %v\n", k, l[k])
 			}
 		}
 		relays, _ := res[keys.RelaysKey].(map[string]any)
@@ -162,9 +207,9 @@ func run(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writ
 			if len(ids) == 0 {
 				continue
 			}
-			fmt.Fprintln(stdout, h.title)
+			fmt.Fprintln(out, h.title)
 			for _, id := range sortedKeys(ids) {
-				fmt.Fprintf(stdout, "%s:  %v%s\n", id, ids[id], viaSuffix(h.key, id, relays, "  "))
+				fmt.Fprintf(out, "%s:  %v%s\n", id, ids[id], viaSuffix(h.key, id, relays, "  "))
 			}
 		}
 		return nil
@@ -215,9 +260,9 @@ func run(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writ
 		}
 	}
 	if count == 0 {
-		// Salt prints this on stdout and exits 0 (Key._print_no_match in
+		// Salt prints this on out and exits 0 (Key._print_no_match in
 		// salt/key.py).
-		fmt.Fprintf(stdout, "The key glob '%s' does not match any %s keys.\n", o.match, map[string]string{"accept": "unaccepted", "reject": "unaccepted", "delete": ""}[o.action])
+		fmt.Fprintf(out, "The key glob '%s' does not match any %s keys.\n", o.match, map[string]string{"accept": "unaccepted", "reject": "unaccepted", "delete": ""}[o.action])
 		return nil
 	}
 	verb := map[string]string{"accept": "accepted", "reject": "rejected", "delete": "deleted"}[o.action]
@@ -233,7 +278,7 @@ func run(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writ
 		}
 		if ans == "" && line == "" {
 			fmt.Fprintln(stdout)
-			return fmt.Errorf("no answer on standard input; give -y to %s keys without asking", o.action)
+			return fmt.Errorf("no answer on standard input; give -y to %s keys withstdout asking", o.action)
 		}
 	}
 	// Act on the keys shown, by their exact ids, as salt-key does (Salt
@@ -258,7 +303,7 @@ func run(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writ
 		return err
 	}
 	if o.out != "" {
-		return output.Format(stdout, o.out, res, output.CLIOptions(o.out, nil, false))
+		return output.Format(out, o.out, res, output.CLIOptions(o.out, nil, false))
 	}
 	var ids []string
 	for _, v := range res {
@@ -269,7 +314,7 @@ func run(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writ
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		fmt.Fprintf(stdout, "Key for minion %s %s.\n", id, verb)
+		fmt.Fprintf(out, "Key for minion %s %s.\n", id, verb)
 	}
 	return nil
 }
@@ -335,4 +380,24 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// genKeys is salt-key --gen-keys NAME [--gen-keys-dir DIR] (Key.gen_keys in
+// salt/key.py): a new key pair in the agent's format, DIR/NAME.pem (0600)
+// and DIR/NAME.pub, for preseeding: the .pub goes to the master's
+// pki_dir/minions/ID, the .pem to the agent's pki_dir/minion.pem. It prints
+// the new key's fingerprint. An existing NAME.pem is not overwritten.
+func genKeys(dir, name string, stdout io.Writer) error {
+	if name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") {
+		return cli.Usagef("--gen-keys takes a file name without a directory, not %q", name)
+	}
+	id, created, err := protocol.LoadOrCreateIdentity(dir, name)
+	if err != nil {
+		return fmt.Errorf("gen keys: %w", err)
+	}
+	if !created {
+		return fmt.Errorf("gen keys: %s already exists; not overwriting it", filepath.Join(dir, name+".pem"))
+	}
+	fmt.Fprintln(stdout, protocol.Fingerprint(id.Pub))
+	return nil
 }

@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 
@@ -23,7 +22,6 @@ type options struct {
 	configDir string
 	logLevel  string
 	logFile   string
-	version   bool
 }
 
 func main() { os.Exit(Main()) }
@@ -35,8 +33,11 @@ func Main() int {
 	fs.StringVarP(&o.configDir, "config-dir", "c", cli.DefaultConfigDir, "configuration directory (reads master and master.d/*.conf)")
 	fs.StringVarP(&o.logLevel, "log-level", "l", "", "console log level: garbage, trace, debug, info, warning, error, critical, quiet")
 	fs.StringVar(&o.logFile, "log-file", "", "log file (default: the log_file option)")
-	fs.BoolVarP(&o.version, "version", "V", false, "print the version and exit")
+	vf := cli.AddVersionFlags(fs)
 	err := cli.ParseFlags(fs, os.Args[1:])
+	if err == nil {
+		err = vf.Print("halite-master", os.Stdout)
+	}
 	if err == nil && fs.NArg() > 0 {
 		err = cli.Usagef("unexpected argument %q", fs.Arg(0))
 	}
@@ -49,10 +50,6 @@ func Main() int {
 }
 
 func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
-	if o.version {
-		fmt.Fprintf(stdout, "halite-master %s\n", master.Version)
-		return nil
-	}
 	cfg, err := config.LoadMaster(o.configDir, cli.WarnTo("halite-master", stderr))
 	if err != nil {
 		return err

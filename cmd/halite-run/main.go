@@ -40,7 +40,11 @@ func Main() int {
 	fs.StringVar(&o.out, "out", "nested", "output format: nested, json, yaml, txt, raw, pprint, newline_values_only, quiet")
 	fs.StringVar(&o.out, "output", "nested", "same as --out")
 	fs.IntVar(&o.outIndent, "out-indent", 0, "output_indent of the json, yaml and pprint outputters (negative: one line, flow style)")
+	vf := cli.AddVersionFlags(fs)
 	err := cli.ParseFlags(fs, os.Args[1:])
+	if err == nil {
+		err = vf.Print("halite-run", os.Stdout)
+	}
 	if err == nil {
 		if fs.NArg() == 0 {
 			err = cli.Usagef("give a runner function, e.g. halite-run manage.status")

@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"go.uber.org/zap"
 	"golang.org/x/term"
 
 	"github.com/halite-fleet/halite/config"
@@ -51,6 +53,15 @@ type options struct {
 	args         []string
 	stdoutIsTTY  bool
 	stderrIsTTY  bool
+	batch        string
+	batchWait    float64
+	subset       int
+	hideTimeout  bool
+	doc          bool
+	logLevel     string
+	outFile      string
+	outAppend    bool
+	outSet       bool // --out or --output was given
 }
 
 func main() { os.Exit(Main()) }
@@ -91,7 +102,23 @@ func Main() int {
 	fs.BoolVar(&o.preview, "preview-target", false, "print the minions the target matches and run nothing")
 	fs.BoolVar(&o.noColor, "no-color", false, "never colour the output")
 	fs.BoolVar(&o.forceColor, "force-color", false, "colour the output even when it is not a terminal")
+	fs.StringVarP(&o.batch, "batch-size", "b", "", "run on N minions, or N% of them, at a time, rolling: ping the target first, then start the next minion as each returns")
+	fs.StringVar(&o.batch, "batch", "", "same as --batch-size")
+	fs.Float64Var(&o.batchWait, "batch-wait", 0, "seconds to wait after each return before its batch slot takes the next minion")
+	fs.IntVarP(&o.subset, "subset", "s", 0, "run on a random N of the targeted minions that have the function")
+	fs.BoolVar(&o.hideTimeout, "hide-timeout", false, "do not show (or count as failed) the minions that did not return")
+	fs.BoolVarP(&o.doc, "doc", "d", false, "print the documentation of the minions' functions (sys.doc): halite -d [TARGET [FUNCTION]]")
+	fs.BoolVar(&o.doc, "documentation", false, "same as --doc")
+	fs.StringVarP(&o.logLevel, "log-level", "l", "", "console log level: garbage, trace, debug, info, warning, error, critical, quiet")
+	fs.StringVar(&o.outFile, "out-file", "", "write the output to this file (emptied first) instead of standard output")
+	fs.StringVar(&o.outFile, "output-file", "", "same as --out-file")
+	fs.BoolVar(&o.outAppend, "out-file-append", false, "append to --out-file instead of emptying it first")
+	fs.BoolVar(&o.outAppend, "output-file-append", false, "same as --out-file-append")
+	vf := cli.AddVersionFlags(fs)
 	err := cli.ParseFlags(fs, os.Args[1:])
+	if err == nil {
+		err = vf.Print("halite", os.Stdout)
+	}
 	if err == nil {
 		for i, t := range types {
 			if *typeFlags[i] {
@@ -107,6 +134,7 @@ func Main() int {
 	}
 	if err == nil {
 		o.out = output.Outputter(o.out, os.Stderr) // an unknown one falls back to nested, as in Salt
+		o.outSet = fs.Changed("out") || fs.Changed("output")
 		if fs.Changed("out-indent") {
 			o.outIndentSet = &o.outIndent
 		}
@@ -128,6 +156,43 @@ func (o *options) positional(args []string) error {
 		}
 		o.tgt = args[0]
 		return nil
+	}
+	if o.doc {
+		// SaltCMDOptionParser._mixin_after_parsed (salt/utils/parsers.py):
+		// the target defaults to '*', the function is sys.doc, and one
+		// function's (or module's) documentation at a time.
+		if len(args) == 0 {
+			args = []string{"*"}
+		}
+		if len(args) < 2 || args[1] != "sys.doc" {
+			args = append([]string{args[0], "sys.doc"}, args[1:]...)
+		}
+		if len(args) > 3 {
+			return cli.Usagef("you can only get documentation for one method at one time")
+		}
+	}
+	if o.batch != "" {
+		if err := parseBatch(o.batch); err != nil {
+			return err
+		}
+		if o.async {
+			return cli.Usagef("--batch-size and --async do not go together")
+		}
+	}
+	if o.batchWait < 0 {
+		return cli.Usagef("--batch-wait takes seconds, not %v", o.batchWait)
+	}
+	if o.subset < 0 {
+		return cli.Usagef("--subset takes a number of minions, not %d", o.subset)
+	}
+	if o.subset > 0 && o.batch != "" {
+		return cli.Usagef("--subset and --batch-size do not go together")
+	}
+	if o.logLevel != "" && !config.ValidLogLevel(o.logLevel) {
+		return cli.Usagef("unknown log level %q", o.logLevel)
+	}
+	if o.outAppend && o.outFile == "" {
+		return cli.Usagef("--out-file-append goes with --out-file")
 	}
 	// Salt exits 42 without a target or a function (SaltCMDOptionParser in
 	// salt/utils/parsers.py).
@@ -164,32 +229,65 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		// -L 'web1, web2' and -L 'web1 web2' name web1 and web2, as in salt.
 		req.Tgt = strings.Join(targets.CLIList(o.tgt), ",")
 	}
-	c, err := api.Dial(ctx, cfg.SocketPath(), req)
+	log, err := cliLogger(o.logLevel)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+	color := o.forceColor || (o.stdoutIsTTY && !o.noColor)
+	out := stdout // the returns; messages stay on stdout and stderr
+	if o.outFile != "" {
+		// process_output_file in salt/utils/parsers.py: emptied first
+		// unless --out-file-append; the output is appended to it.
+		flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		if !o.outAppend {
+			flags |= os.O_TRUNC
+		}
+		f, err := os.OpenFile(o.outFile, flags, 0o644)
+		if err != nil {
+			return fmt.Errorf("open --out-file: %w", err)
+		}
+		defer f.Close()
+		out, color = f, o.forceColor
+	}
+	oo := output.CLIOptions(o.out, o.outIndentSet, color)
+	socket := cfg.SocketPath()
+	log.Debug("request", zap.String("socket", socket), zap.String("tgt", req.Tgt), zap.String("fun", req.Fun))
+	if o.subset > 0 && !o.preview {
+		ids, err := subsetTargets(ctx, socket, req, o.subset)
+		if err != nil {
+			return publishError(err, stdout, stderr)
+		}
+		log.Debug("subset", zap.Strings("minions", ids))
+		if len(ids) == 0 {
+			// cmd_cli on an empty list, as salt's cmd_subset does.
+			return publishError(&api.RemoteError{Code: api.CodeNoMinions, Msg: "No minions matched the target. No command was sent, no jid was assigned."}, stdout, stderr)
+		}
+		req.Tgt, req.TgtType, req.Delimiter = strings.Join(ids, ","), "list", ""
+	}
+	if o.batch != "" && !o.preview {
+		return runBatch(ctx, o, socket, req, oo, out, stderr)
+	}
+	if req.Fun == "sys.doc" && !o.preview && !o.async {
+		rets, _, _, err := collect(ctx, socket, req)
+		if err != nil {
+			return publishError(err, stdout, stderr)
+		}
+		return printDocs(rets, o, oo, out, stderr)
+	}
+	c, err := api.Dial(ctx, socket, req)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	oo := output.CLIOptions(o.out, o.outIndentSet, o.forceColor || (o.stdoutIsTTY && !o.noColor))
 	first, err := c.Next()
 	if err != nil {
 		return err
 	}
 	if first.Kind == api.KindError {
-		switch first.Code {
-		case api.CodeNoMinions:
-			// salt prints this on stdout, then "No return received", and
-			// exits 2 (_check_pub_data in salt/client/__init__.py,
-			// SaltCMD._output_ret in salt/cli/salt.py).
-			fmt.Fprintln(stdout, first.Error)
-			fmt.Fprintln(stderr, "ERROR: No return received")
-			return &cli.ExitError{Code: 2}
-		case api.CodeBadRequest:
-			fmt.Fprintln(stderr, first.Error)
-			return &cli.ExitError{Code: 2}
-		}
-		fmt.Fprintln(stderr, first.Error)
-		return &cli.ExitError{Code: 1}
+		return publishError(&api.RemoteError{Code: first.Code, Msg: first.Error}, stdout, stderr)
 	}
+	stdout = out
 	if o.preview {
 		return output.Format(stdout, o.out, toAny(first.Minions), oo)
 	}
@@ -272,6 +370,11 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			missing := append([]string(nil), r.Missing...)
 			sort.Strings(missing)
 			for _, id := range missing {
+				if o.hideTimeout {
+					// show_timeout=False (salt/utils/parsers.py
+					// --hide-timeout): salt yields nothing for them.
+					continue
+				}
 				failed = true
 				why := "Minion did not return. [No response]"
 				if notConnected[id] {
@@ -288,7 +391,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 					return err
 				}
 			}
-			if o.verbose && len(missing) > 0 {
+			if o.verbose && len(missing) > 0 && !o.hideTimeout {
 				fmt.Fprintf(stderr, "ERROR: %d of %d minions did not return within %s\n", len(missing), total, timeoutText(o.timeout))
 			}
 			if failed {
@@ -299,6 +402,86 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			return nil
 		}
 	}
+}
+
+// printDocs is SaltCMD._print_docs (salt/cli/salt.py): the functions'
+// docs of all the minions, merged, sorted, as "fun:", the doc and an empty
+// line; with --out, one nested document per function.
+func printDocs(rets map[string]map[string]any, o options, oo output.Options, out, stderr io.Writer) error {
+	docs := map[string]any{}
+	for _, r := range rets {
+		m, ok := r["return"].(map[any]any)
+		if !ok {
+			if ms, ok := r["return"].(map[string]any); ok {
+				m = make(map[any]any, len(ms))
+				for k, v := range ms {
+					m[k] = v
+				}
+			}
+		}
+		for k, v := range m {
+			fun, ok := k.(string)
+			if _, seen := docs[fun]; ok && !seen && v != nil && v != "" {
+				docs[fun] = v
+			}
+		}
+	}
+	if len(docs) == 0 && len(rets) == 0 {
+		fmt.Fprintln(stderr, "No minions found to gather docs from")
+		return &cli.ExitError{Code: 2}
+	}
+	funs := make([]string, 0, len(docs))
+	for fun := range docs {
+		funs = append(funs, fun)
+	}
+	sort.Strings(funs)
+	for _, fun := range funs {
+		if o.outSet {
+			if err := output.Format(out, "nested", map[string]any{fun: docs[fun]}, oo); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := fmt.Fprintf(out, "%s:\n%v\n\n", fun, docs[fun]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// publishError reports a failed publication as salt does and returns the
+// exit status: a target that matched nothing is printed on stdout, then
+// "No return received", status 2 (_check_pub_data in
+// salt/client/__init__.py, SaltCMD._output_ret in salt/cli/salt.py).
+func publishError(err error, stdout, stderr io.Writer) error {
+	var re *api.RemoteError
+	if !errors.As(err, &re) {
+		return err
+	}
+	switch re.Code {
+	case api.CodeNoMinions:
+		fmt.Fprintln(stdout, re.Msg)
+		fmt.Fprintln(stderr, "ERROR: No return received")
+		return &cli.ExitError{Code: 2}
+	case api.CodeBadRequest:
+		fmt.Fprintln(stderr, re.Msg)
+		return &cli.ExitError{Code: 2}
+	}
+	fmt.Fprintln(stderr, re.Msg)
+	return &cli.ExitError{Code: 1}
+}
+
+// cliLogger is the CLI's own console logger at -l LEVEL (default
+// warning, as salt's CLIs), on standard error.
+func cliLogger(level string) (*zap.Logger, error) {
+	if level == "" {
+		level = "warning"
+	}
+	log, err := config.NewLogger(level, "", true)
+	if err != nil {
+		return nil, fmt.Errorf("start logging: %w", err)
+	}
+	return log, nil
 }
 
 // returnOK reports whether a return succeeded: success true and retcode 0.

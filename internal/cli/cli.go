@@ -59,7 +59,7 @@ func Exit(prog string, err error, fs *pflag.FlagSet, stderr io.Writer) int {
 	var ce *config.Error
 	var ee *ExitError
 	switch {
-	case errors.Is(err, pflag.ErrHelp):
+	case errors.Is(err, pflag.ErrHelp), errors.Is(err, ErrVersionPrinted):
 		return 0
 	case errors.As(err, &ee):
 		return ee.Code

@@ -555,6 +555,17 @@ func (s *Store) notify(changes []Change) {
 // directory name and id, like salt-key -f. States with no match are left
 // out; a key file that did not parse has an empty fingerprint.
 func (s *Store) Finger(glob string) (map[string]map[string]string, error) {
+	return s.describe(glob, protocol.Fingerprint)
+}
+
+// PEM returns the public keys (PEM) whose ids match glob, by directory
+// name and id, like salt-key -p (Key.key_str in salt/key.py). States with
+// no match are left out; a key file that did not parse is empty.
+func (s *Store) PEM(glob string) (map[string]map[string]string, error) {
+	return s.describe(glob, func(pub ed25519.PublicKey) string { return string(protocol.EncodePublicKey(pub)) })
+}
+
+func (s *Store) describe(glob string, show func(ed25519.PublicKey) string) (map[string]map[string]string, error) {
 	globs, err := splitGlobs(glob)
 	if err != nil {
 		return nil, err
@@ -571,7 +582,7 @@ func (s *Store) Finger(glob string) (map[string]map[string]string, error) {
 			}
 			fp := ""
 			if pub := s.keys[st][id]; pub != nil {
-				fp = protocol.Fingerprint(pub)
+				fp = show(pub)
 			}
 			m[id] = fp
 		}
