@@ -356,7 +356,7 @@ func TestErrors(t *testing.T) {
 		{"relay option", map[string]string{"agent": "id: r1\nrelay:\n  port: 4600\n  max_devices: 0\n"}, true,
 			`D/agent:4: relay: max_devices: expected an integer from 1 to 16384, got 0`},
 		{"relay unknown", map[string]string{"agent": "relay:\n\n  listen: x\n"}, true,
-			`D/agent:3: relay: unknown relay option "listen" (known: interface, port, max_devices, spool_max, event_rate, event_burst, heartbeat, admit, batch_max, batch_delay)`},
+			`D/agent:3: relay: unknown relay option "listen" (known: admit, batch_delay, batch_max, event_burst, event_rate, heartbeat, interface, max_devices, port, spool_max)`},
 		{"relay batch_max small", map[string]string{"agent": "relay:\n  batch_max: 1023\n"}, true,
 			`D/agent:2: relay: batch_max: expected an integer from 1024 to 1048576, got 1023`},
 		{"relay batch_max large", map[string]string{"agent": "id: r1\nrelay:\n  port: 4600\n\n  batch_max: 4194304\n"}, true,
@@ -380,7 +380,7 @@ func TestErrors(t *testing.T) {
 		{"master bad v6", map[string]string{"agent": "master: '[fe80::1'\n"}, true,
 			`D/agent:1: master: master "[fe80::1": want a host, host:port or [v6]:port, with a port from 1 to 65535`},
 		{"jid_node range", map[string]string{"master": "jid_node: 1000\n"}, false,
-			`D/master:1: jid_node: expected a number from 0 to 999, got 1000`},
+			`D/master:1: jid_node: expected an integer from 0 to 999, got 1000`},
 		{"int from list", map[string]string{"master": "keep_jobs: [1]\n"}, false,
 			`D/master:1: keep_jobs: expected an integer, got a list`},
 		{"negative", map[string]string{"master": "keep_jobs: -1\n"}, false,
@@ -399,8 +399,46 @@ func TestErrors(t *testing.T) {
 			`D/master:1: pki_dir: expected a string, got a mapping`},
 		{"log level", map[string]string{"master": "log_level: loud\n"}, false,
 			`D/master:1: log_level: expected a log level (all, garbage, trace, debug, profile, info, warning, error, critical, quiet), got "loud"`},
-		{"mapping", map[string]string{"master": "nodegroups: [a]\n"}, false,
-			`D/master:1: nodegroups: expected a mapping, got a list`},
+		{"mapping", map[string]string{"master": "nodegroups: 5\n"}, false,
+			`D/master:1: nodegroups: expected a mapping, got "5"`},
+		{"nodegroups list of strings", map[string]string{"master": "nodegroups:\n  - g1: 'L@a'\n  - b\n"}, false,
+			`D/master:3: nodegroups: expected a mapping of names to expressions or a list of one-name mappings, got a list holding "b"`},
+		{"nodegroups list entry of two", map[string]string{"master": "nodegroups:\n  - {g1: a, g2: b}\n"}, false,
+			`D/master:2: nodegroups: expected a mapping of names to expressions or a list of one-name mappings, got a list holding a mapping of 2 names`},
+		// Options the master used to read from Raw, falling back to the
+		// default on a bad value: now file:line errors.
+		{"reactor_refresh_interval", map[string]string{"master": "port: 4506\nreactor_refresh_interval: abc\n"}, false,
+			`D/master:2: reactor_refresh_interval: expected an integer, got "abc"`},
+		{"reactor_refresh_interval zero", map[string]string{"master": "reactor_refresh_interval: 0\n"}, false,
+			`D/master:1: reactor_refresh_interval: expected an integer from 1 to 86400, got 0`},
+		{"loop_interval", map[string]string{"master.d/a.conf": "loop_interval: [1]\n"}, false,
+			`D/master.d/a.conf:1: loop_interval: expected an integer, got a list`},
+		{"reactor_max_depth", map[string]string{"master": "reactor_max_depth: deep\n"}, false,
+			`D/master:1: reactor_max_depth: expected an integer, got "deep"`},
+		{"returner_queue_max", map[string]string{"master": "returner_queue_max: -1\n"}, false,
+			`D/master:1: returner_queue_max: expected a non-negative integer, got -1`},
+		{"max_frame small", map[string]string{"master": "max_frame: 10\n"}, false,
+			`D/master:1: max_frame: expected an integer from 1024 to 67108864, got 10`},
+		{"max_frame string", map[string]string{"master": "max_frame: 4M\n"}, false,
+			`D/master:1: max_frame: expected an integer, got "4M"`},
+		{"event_return_queue", map[string]string{"master": "event_return_queue: many\n"}, false,
+			`D/master:1: event_return_queue: expected an integer, got "many"`},
+		{"event_return_queue_max_seconds", map[string]string{"master": "event_return_queue_max_seconds: 1.5\n"}, false,
+			`D/master:1: event_return_queue_max_seconds: expected an integer, got "1.5"`},
+		{"event_return_whitelist", map[string]string{"master": "event_return_whitelist: {a: 1}\n"}, false,
+			`D/master:1: event_return_whitelist: expected a string or a list of strings, got a mapping`},
+		{"ext_job_cache", map[string]string{"master": "ext_job_cache: [[a]]\n"}, false,
+			`D/master:1: ext_job_cache: expected a string or a list of strings, got a list holding a list`},
+		{"master id", map[string]string{"master": "id: [m]\n"}, false,
+			`D/master:1: id: expected a string, got a list`},
+		{"ret_port", map[string]string{"master": "ret_port: 70000\n"}, false,
+			`D/master:1: ret_port: expected a port number from 1 to 65535, got 70000`},
+		{"publish_port checked though unused", map[string]string{"master": "publish_port: x\n"}, false,
+			`D/master:1: publish_port: expected an integer, got "x"`},
+		{"fips_mode refused", map[string]string{"master": "fips_mode: True\n"}, false,
+			`D/master:1: fips_mode: not supported: Halite's TLS 1.3 (QUIC) is not a FIPS module`},
+		{"agent verify_master_pubkey_sign refused", map[string]string{"agent": "verify_master_pubkey_sign: yes\n"}, true,
+			`D/agent:1: verify_master_pubkey_sign: not supported: Halite pins the master's key with master_finger instead`},
 		{"relay_allow mapping", map[string]string{"master": "port: 4506\nrelay_allow: {r1: true}\n"}, false,
 			`D/master:2: relay_allow: expected a string or a list of strings, got a mapping`},
 		{"relay_allow empty id", map[string]string{"master": "relay_allow: ['r1', '']\n"}, false,
@@ -484,10 +522,10 @@ func TestWarnings(t *testing.T) {
 		"master": strings.Join([]string{
 			"port: 4506",
 			"foo: bar",                  // 2 unknown
-			"gitfs_remotes: [x]",        // 3 Salt, unused: silent
-			"presence_events: true",     // 4 Salt, unused: silent
+			"gitfs_remotes: [x]",        // 3 Salt, unused: warned
+			"presence_events: true",     // 4 Salt, unused: warned
 			"master_port: 4506",         // 5 agent option
-			"ret_port: 4606",            // 6 replaced
+			"ret_port: 4606",            // 6 differs from port: port wins
 			"port: 4507",                // 7 duplicate
 			"custom:\n  nested: [1, 2]", // 8 unknown, kept in Raw
 		}, "\n") + "\n",
@@ -500,11 +538,13 @@ func TestWarnings(t *testing.T) {
 	}
 	want := []string{
 		`master:2: unknown option "foo"`,
+		`master:3: option "gitfs_remotes" is a Salt option Halite does not use; it has no effect`,
+		`master:4: option "presence_events" is a Salt option Halite does not use; it has no effect`,
 		`master:5: option "master_port" is an agent option; the master ignores it`,
-		`master:6: option "ret_port" is not used by Halite: Halite listens on one UDP port; set "port"`,
 		`master:7: option "port" is set again (first at line 1); the last one wins`,
 		`master:8: unknown option "custom"`,
 		`master.d/x.conf:2: unknown option "bar"`,
+		`master:6: ret_port 4606 differs from port 4507; Halite has one UDP port and uses port`,
 	}
 	if diff := cmp.Diff(want, *got); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
@@ -526,6 +566,7 @@ func TestWarnings(t *testing.T) {
 	}
 	want = []string{
 		`agent:2: option "auto_accept" is a master option; the agent ignores it`,
+		`agent:3: option "mine_functions" is not implemented in this build; it has no effect`,
 		`agent:4: unknown option "bogus"`,
 	}
 	if diff := cmp.Diff(want, *got); diff != "" {
@@ -585,28 +626,24 @@ func TestEveryFieldHasAnOption(t *testing.T) {
 			t.Errorf("%s: yaml tags vs options (-tags +options):\n%s", name, diff)
 		}
 	}
-	var mo, ao []string
-	for k := range masterRole().options {
-		mo = append(mo, k)
-	}
-	for k := range agentRole.options {
-		ao = append(ao, k)
-	}
-	check("Master", reflect.TypeFor[Master](), mo)
-	check("Agent", reflect.TypeFor[Agent](), ao)
-
-	// Each role knows the other's options, to tell the operator that an
-	// option is in the wrong file rather than unknown.
-	for _, k := range ao {
-		if masterRole().options[k] == nil && !masterRole().silent[k] && !masterRole().foreign[k] {
-			t.Errorf("agent option %q is neither a master option nor known to the master as foreign", k)
+	implemented := func(tbl map[string]bool) []string {
+		var out []string
+		for k, ok := range tbl {
+			if ok {
+				out = append(out, k)
+			}
 		}
+		return out
 	}
-	for _, k := range mo {
-		if agentRole.options[k] == nil && !agentRole.silent[k] && !agentRole.foreign[k] {
-			t.Errorf("master option %q is neither an agent option nor known to the agent as foreign", k)
-		}
+	mo, ao := map[string]bool{}, map[string]bool{}
+	for k, o := range masterRole().options {
+		mo[k] = o.status == Implemented
 	}
+	for k, o := range agentRole.options {
+		ao[k] = o.status == Implemented
+	}
+	check("Master", reflect.TypeFor[Master](), implemented(mo))
+	check("Agent", reflect.TypeFor[Agent](), implemented(ao))
 }
 
 func TestMissingConfigDir(t *testing.T) {
