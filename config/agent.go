@@ -142,6 +142,7 @@ func agentOptions() map[string]*option[Agent] {
 		optFunc("relay", "mapping (see below)", func(a *A, v value) error { return v.relay(&a.Relay) }, func(a *A) any { return a.Relay }, "makes the agent a relay; the relay options below").with("(not a relay)"),
 	},
 		elsewhere[A]("schedule", "schedule mine_functions mine_interval"),
+		elsewhere[A]("cli", "output color"),
 		elsewhere[A]("daemon", "log_rotate_max_bytes log_rotate_backup_count log_format metrics_port"),
 		[]option[A]{
 			refusedTrue[A]("fips_mode", "Halite's TLS 1.3 (QUIC) is not a FIPS module"),
@@ -176,31 +177,33 @@ func AgentOptions() []OptionDoc {
 // list when they differ.
 const masterOnlyOptions = `
 allow_minion_key_revoke archive_jobs auth_events auth_mode auto_accept autoreject_file autosign_file
-autosign_grains_dir autosign_timeout cli_summary client_acl_verify color con_cache detect_remote_minions
-django_auth_path django_auth_settings drop_messages_signature_fail dummy_pub eauth_acl_module eauth_tokens
-enable_ssh_minions enforce_mine_cache event_publisher_niceness event_return event_return_blacklist
-event_return_niceness event_return_queue event_return_queue_max_seconds event_return_whitelist external_auth
-fileserver_update_niceness fileserver_verify_config gather_job_timeout hgfs_base hgfs_branch_method
+autosign_grains_dir autosign_timeout batch_safe_limit batch_safe_size cli_summary client_acl_verify con_cache
+detect_remote_minions django_auth_path django_auth_settings drop_messages_signature_fail dummy_pub
+eauth_acl_module eauth_tokens enable_ssh_minions enforce_mine_cache event_publisher_niceness event_return
+event_return_blacklist event_return_niceness event_return_queue event_return_queue_max_seconds
+event_return_whitelist ext_pillar_first external_auth fileserver_events fileserver_update_niceness
+fileserver_verify_config gather_job_timeout git_pillar_provider gitfs_provider hgfs_base hgfs_branch_method
 hgfs_mountpoint hgfs_remotes hgfs_root hgfs_saltenv_blacklist hgfs_saltenv_whitelist jid_node jinja_env
 jinja_lstrip_blocks jinja_sls_env jinja_trim_blocks job_cache job_cache_store_endtime keep_acl_in_token
-keep_jobs key_cache key_logfile key_pass maintenance_niceness master_job_cache master_pubkey_signature
+keep_jobs keep_jobs_seconds key_cache key_pass maintenance_niceness master_job_cache master_pubkey_signature
 master_roots master_sign_pubkey master_stats master_stats_event_iter master_tops master_use_pubkey_signature
 max_frame max_minions max_open_files max_pending_keys memcache_debug memcache_expire_seconds
 memcache_full_cleanup memcache_max_items min_extra_mods minion_data_cache minion_data_cache_events
 minionfs_blacklist minionfs_env minionfs_mountpoint minionfs_whitelist mworker_niceness mworker_queue_niceness
-netapi_allow_raw_shell netapi_enable_clients new_keys_per_address nodegroups order_masters output pass_dir
-pass_gnupghome pass_strict_fetch pass_variable_prefix peer peer_run permissive_acl pillar_safe_render_error
-pillar_version ping_on_rotate port presence_events preserve_minion_cache pub_hwm pub_server_niceness
-publish_port publish_session queue_dirs reactor_max_depth regen_thin relay_allow remote_minions_port
-req_server_niceness require_minion_sign_messages rest_cherrypy rest_tornado ret_port returner_queue_max
-rotate_aes_key runner_returns search serial show_jid show_timeout signing_key_pass sqlite_queue_dir
-ssh_config_file ssh_identities_only ssh_list_nodegroups ssh_log_file ssh_passwd ssh_port ssh_priv_passwd
-ssh_scan_ports ssh_scan_timeout ssh_sudo ssh_sudo_user ssh_timeout ssh_use_home_key ssh_user sudo_acl
-svnfs_branches svnfs_mountpoint svnfs_remotes svnfs_root svnfs_saltenv_blacklist svnfs_saltenv_whitelist
-svnfs_tags svnfs_trunk syndic_dir syndic_event_forward_timeout syndic_failover syndic_forward_all_events
-syndic_jid_forward_cache_hwm syndic_log_file syndic_master syndic_pidfile syndic_wait tcp_master_pub_port
+netapi_allow_raw_shell netapi_enable_clients new_keys_per_address nodegroups order_masters output_file pass_dir
+pass_gnupghome pass_strict_fetch pass_variable_prefix peer peer_run permissive_acl pillar_gitfs_ssl_verify
+pillar_safe_render_error pillar_version ping_on_rotate port presence_events preserve_minion_cache pub_hwm
+pub_server_niceness publish_port publish_session queue_dirs reactor_max_depth regen_thin relay_allow
+remote_minions_port req_server_niceness require_minion_sign_messages rest_cherrypy rest_tornado ret_port
+returner_queue_max roster roster_file rosters rotate_aes_key runner_returns search serial show_jid show_timeout
+signing_key_pass sqlite_queue_dir ssh_config_file ssh_identities_only ssh_list_nodegroups ssh_log_file
+ssh_minion_opts ssh_passwd ssh_port ssh_priv_passwd ssh_run_pre_flight ssh_scan_ports ssh_scan_timeout ssh_sudo
+ssh_sudo_user ssh_timeout ssh_update_roster ssh_use_home_key ssh_user sudo_acl svnfs_branches svnfs_mountpoint
+svnfs_remotes svnfs_root svnfs_saltenv_blacklist svnfs_saltenv_whitelist svnfs_tags svnfs_trunk syndic_dir
+syndic_event_forward_timeout syndic_failover syndic_forward_all_events syndic_jid_forward_cache_hwm
+syndic_log_file syndic_master syndic_master_port syndic_pidfile syndic_user syndic_wait tcp_master_pub_port
 tcp_master_publish_pull tcp_master_pull_port tcp_master_workers thin_extra_mods timeout token_dir token_expire
-token_expire_user_override utc_jid worker_threads zmq_backlog
+token_expire_user_override utc_jid winrepo_mastercachefile worker_threads zmq_backlog
 `
 
 // LoadAgent reads dir/agent, then dir/agent.d/*.conf in lexical order, over

@@ -145,6 +145,21 @@ func TestMasterOptions(t *testing.T) {
 		}},
 		{"new key limits", "max_pending_keys: 500\nnew_keys_per_address: 0\n", func(m *Master) { m.MaxPendingKeys, m.NewKeysPerAddress = 500, 0 }},
 		{"job cache", "master_job_cache: pgjsonb\nutc_jid: True\n", func(m *Master) { m.MasterJobCache, m.UTCJID = "pgjsonb", true }},
+		// Salt's list form (salt/config/__init__.py apply_master_config
+		// repacks a list of one-key mappings), which stopped the master.
+		{"nodegroups list form", "nodegroups:\n  - cams: 'L@cam1,cam2'\n  - all: ['cam*', 'gw*']\n  - cams: 'G@role:cam'\n", func(m *Master) {
+			m.Nodegroups = map[string]any{"cams": "G@role:cam", "all": []any{"cam*", "gw*"}}
+		}},
+		{"ret_port is the port when port is absent", "ret_port: 4606\n", func(m *Master) { m.Port, m.RetPort = 4606, 4606 }},
+		{"port wins over ret_port", "ret_port: 4606\nport: 4700\n", func(m *Master) { m.Port, m.RetPort = 4700, 4606 }},
+		{"publish_port is checked, not used", "publish_port: 4505\n", func(m *Master) {}},
+		{"typed former Raw options", "reactor_refresh_interval: 5\nloop_interval: '2'\nmax_frame: 1048576\nreactor_max_depth: -1\nid: m1\n", func(m *Master) {
+			m.ReactorRefreshInterval, m.LoopInterval, m.MaxFrame, m.ReactorMaxDepth, m.ID = 5, 2, 1<<20, -1, "m1"
+		}},
+		{"event returner options", "event_return_queue: 10\nevent_return_queue_max_seconds: 3\nevent_return_whitelist: 'salt/*'\nevent_return_blacklist: [a, b]\next_job_cache: 'x, y'\nreturner_queue_max: 0\n", func(m *Master) {
+			m.EventReturnQueue, m.EventReturnQueueMaxSeconds, m.ReturnerQueueMax = 10, 3, 0
+			m.EventReturnWhitelist, m.EventReturnBlacklist, m.ExtJobCache = []string{"salt/*"}, []string{"a", "b"}, []string{"x", "y"}
+		}},
 		{"relay_allow string", "relay_allow: 'relay-*'\n", func(m *Master) { m.RelayAllow = []string{"relay-*"} }},
 		{"relay_allow list", "relay_allow:\n  - r1\n  - 'gw[0-9]'\n", func(m *Master) { m.RelayAllow = []string{"r1", "gw[0-9]"} }},
 	}
@@ -182,6 +197,7 @@ func TestAgentOptions(t *testing.T) {
 		{"auth knobs", "random_reauth_delay: 3\nacceptance_wait_time: 2\nacceptance_wait_time_max: 20\nretry_dns: 0\nmaster_finger: 'ab:cd'\nmaster_port: 4600\n", func(a *Agent) {
 			a.RandomReauthDelay, a.AcceptanceWaitTime, a.AcceptanceWaitTimeMax, a.RetryDNS, a.MasterFinger, a.MasterPort = 3, 2, 20, 0, "ab:cd", 4600
 		}},
+		{"master_port quoted, as Salt allows", "master_port: '4600'\n", func(a *Agent) { a.MasterPort = 4600 }},
 		{"spool_max", "spool_max: 1048576\n", func(a *Agent) { a.SpoolMax = 1 << 20 }},
 		{"job_replay_window", "job_replay_window: 600\n", func(a *Agent) { a.JobReplayWindow = 600 }},
 		{"return string", "return: redis, pgjsonb,,\n", func(a *Agent) { a.Return = []string{"redis", "pgjsonb"} }},
@@ -670,5 +686,44 @@ func TestAgentConfigDir(t *testing.T) {
 	}
 	if got.ConfigDir != dir {
 		t.Errorf("ConfigDir = %q, want %q", got.ConfigDir, dir)
+	}
+}
+
+// TestMinionFallback: with no CONFIG_DIR/agent, the agent reads Salt's
+// CONFIG_DIR/minion and minion.d/*.conf (then agent.d/*.conf, where
+// beacons.save writes), so that -c /etc/salt works; with CONFIG_DIR/agent
+// present, minion files are not read.
+func TestMinionFallback(t *testing.T) {
+	tests := []struct {
+		name   string
+		files  map[string]string
+		wantID string
+		wantMP int
+	}{
+		{"minion only", map[string]string{"minion": "id: m1\nmaster_port: 4600\n"}, "m1", 4600},
+		{"minion and minion.d", map[string]string{"minion": "id: m1\n", "minion.d/a.conf": "id: m2\n"}, "m2", 4506},
+		{"minion.d alone", map[string]string{"minion.d/a.conf": "id: m3\n"}, "m3", 4506},
+		{"agent.d after minion.d", map[string]string{"minion": "id: m1\n", "minion.d/a.conf": "master_port: 4700\n", "agent.d/b.conf": "id: a2\n"}, "a2", 4700},
+		{"agent wins", map[string]string{"agent": "id: a1\n", "minion": "id: m1\n", "minion.d/a.conf": "master_port: 4700\n"}, "a1", 4506},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeDir(t, tt.files)
+			a, err := LoadAgent(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.ID != tt.wantID || a.MasterPort != tt.wantMP {
+				t.Errorf("got id %q master_port %d, want %q %d", a.ID, a.MasterPort, tt.wantID, tt.wantMP)
+			}
+		})
+	}
+	dir := writeDir(t, map[string]string{"minion": "id: m1\nbogus: 1\n"})
+	warn, got := collect(dir)
+	if _, err := LoadAgent(dir, warn); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{`minion:2: unknown option "bogus"`}; !cmp.Equal(want, *got) {
+		t.Errorf("warnings got %q, want %q", *got, want)
 	}
 }

@@ -37,6 +37,8 @@ type loc struct {
 type loaded struct {
 	raw map[string]any // every option as loaded
 	at  map[string]loc // where each option was last set
+
+	warned map[string]bool // options with no effect already warned about
 }
 
 // files returns the files to read in order: dir/NAME if present, then
@@ -116,7 +118,7 @@ func (r *role[T]) load(dir string, dst *T, warn func(Warning)) (*loaded, error) 
 	if err != nil {
 		return nil, err
 	}
-	l := &loaded{raw: make(map[string]any), at: make(map[string]loc)}
+	l := &loaded{raw: make(map[string]any), at: make(map[string]loc), warned: make(map[string]bool)}
 	for _, file := range files {
 		if err := r.loadFile(file, dst, l, warn); err != nil {
 			return nil, err
@@ -141,17 +143,28 @@ func (r *role[T]) loadFile(file string, dst *T, l *loaded, warn func(Warning)) e
 			return &Error{File: file, Line: k.Line, Msg: fmt.Sprintf("expected an option name, got %s", describe(k))}
 		}
 		key := k.Value
-		if first, dup := seen[key]; dup {
+		o, known := r.options[key]
+		effective := known && o.status == Implemented
+		if first, dup := seen[key]; dup && effective {
 			warn(Warning{File: file, Line: k.Line, Msg: fmt.Sprintf("option %q is set again (first at line %d); the last one wins", key, first)})
 		}
 		seen[key] = k.Line
+		// An option with no effect is warned about once, at its first
+		// line, however many times the files set it.
+		w := warn
+		if !effective {
+			if l.warned[key] {
+				w = func(Warning) {}
+			}
+			l.warned[key] = true
+		}
 		a, err := toAny(v)
 		if err != nil {
 			return &Error{File: file, Line: k.Line, Msg: fmt.Sprintf("%s: %v", key, err)}
 		}
 		l.raw[key] = a
 		l.at[key] = loc{file, k.Line}
-		if o, ok := r.options[key]; ok {
+		if known {
 			if o.set != nil && !isNull(v) { // "key:" with no value keeps the default
 				if err := o.set(dst, value{n: v}); err != nil {
 					return optionError(file, k.Line, key, err)
@@ -159,9 +172,9 @@ func (r *role[T]) loadFile(file string, dst *T, l *loaded, warn func(Warning)) e
 			}
 			switch o.status {
 			case Ignored, Refused:
-				warn(Warning{File: file, Line: k.Line, Msg: fmt.Sprintf("option %q is a Salt option Halite does not use; it has no effect%s", key, because(o.doc))})
+				w(Warning{File: file, Line: k.Line, Msg: fmt.Sprintf("option %q is a Salt option Halite does not use; it has no effect%s", key, because(o.doc))})
 			case Elsewhere:
-				warn(Warning{File: file, Line: k.Line, Msg: fmt.Sprintf("option %q is not implemented in this build; it has no effect", key)})
+				w(Warning{File: file, Line: k.Line, Msg: fmt.Sprintf("option %q is not implemented in this build; it has no effect", key)})
 			}
 			continue
 		}
@@ -171,9 +184,9 @@ func (r *role[T]) loadFile(file string, dst *T, l *loaded, warn func(Warning)) e
 			// returner.pgjsonb.host, alternative.mysql.db, ...) are
 			// read by the module named before the dot.
 		case r.foreign[key]:
-			warn(Warning{File: file, Line: k.Line, Msg: fmt.Sprintf("option %q is %s option; the %s ignores it", key, article(r.other), r.name)})
+			w(Warning{File: file, Line: k.Line, Msg: fmt.Sprintf("option %q is %s option; the %s ignores it", key, article(r.other), r.name)})
 		default:
-			warn(Warning{File: file, Line: k.Line, Msg: fmt.Sprintf("unknown option %q", key)})
+			w(Warning{File: file, Line: k.Line, Msg: fmt.Sprintf("unknown option %q", key)})
 		}
 	}
 	return nil

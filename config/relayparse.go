@@ -62,17 +62,3 @@ func (v value) relay(dst **Relay) error {
 	*dst = r
 	return nil
 }
-
-func positive(v value, dst *int, max int) error { return between(v, dst, 1, max) }
-
-func between(v value, dst *int, lo, hi int) error {
-	i, err := v.integer()
-	if err != nil {
-		return err
-	}
-	if i < lo || i > hi {
-		return fmt.Errorf("expected an integer from %d to %d, got %d", lo, hi, i)
-	}
-	*dst = i
-	return nil
-}

@@ -414,3 +414,16 @@ func describeEntry(n *yaml.Node) string {
 	}
 	return describe(n)
 }
+
+// between sets dst to an integer from lo to hi.
+func between(v value, dst *int, lo, hi int) error {
+	i, err := v.integer()
+	if err != nil {
+		return err
+	}
+	if i < lo || i > hi {
+		return fmt.Errorf("expected an integer from %d to %d, got %d", lo, hi, i)
+	}
+	*dst = i
+	return nil
+}
