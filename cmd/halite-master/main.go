@@ -2,7 +2,7 @@
 // relays over QUIC, publishes their jobs, keeps their returns and serves the
 // operator CLIs on its local socket.
 //
-//	halite-master [-c CONFIG_DIR] [-l LEVEL] [--log-file FILE]
+//	halite-master [-c CONFIG_DIR] [-l LEVEL] [--log-file FILE] [--check-config]
 package main
 
 import (
@@ -24,6 +24,7 @@ type options struct {
 	logLevel  string
 	logFile   string
 	version   bool
+	check     bool
 }
 
 func main() { os.Exit(Main()) }
@@ -36,6 +37,7 @@ func Main() int {
 	fs.StringVarP(&o.logLevel, "log-level", "l", "", "console log level: garbage, trace, debug, info, warning, error, critical, quiet")
 	fs.StringVar(&o.logFile, "log-file", "", "log file (default: the log_file option)")
 	fs.BoolVarP(&o.version, "version", "V", false, "print the version and exit")
+	fs.BoolVar(&o.check, "check-config", false, "read and check the configuration, print its problems with file and line, and exit (0: usable, 2: errors); starts nothing")
 	err := cli.ParseFlags(fs, os.Args[1:])
 	if err == nil && fs.NArg() > 0 {
 		err = cli.Usagef("unexpected argument %q", fs.Arg(0))
@@ -56,6 +58,10 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	cfg, err := config.LoadMaster(o.configDir, cli.WarnTo("halite-master", stderr))
 	if err != nil {
 		return err
+	}
+	if o.check {
+		fmt.Fprintf(stdout, "halite-master: configuration in %s is usable\n", o.configDir)
+		return nil
 	}
 	log, err := cli.DaemonLogger(cfg.LogLevel, cfg.LogLevelLogfile, cfg.LogFile, o.logLevel, o.logFile)
 	if err != nil {
