@@ -113,68 +113,111 @@ func hostname() string {
 	return h
 }
 
-var agentRole = &role[Agent]{
-	name:  "agent",
-	other: "master",
-	options: map[string]func(*Agent, value) error{
-		"root_dir": func(a *Agent, v value) error { return v.str(&a.RootDir) },
-		"id":       func(a *Agent, v value) error { return v.id(&a.ID) },
-		"master": func(a *Agent, v value) error {
-			if err := v.strList(&a.Master, false); err != nil {
-				return err
-			}
-			for _, m := range a.Master {
-				if err := checkMasterAddr(m); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		"master_port":              func(a *Agent, v value) error { return v.port(&a.MasterPort) },
-		"master_finger":            func(a *Agent, v value) error { return v.str(&a.MasterFinger) },
-		"relay_finger":             func(a *Agent, v value) error { return v.str(&a.RelayFinger) },
-		"master_type":              func(a *Agent, v value) error { return v.oneOf(&a.MasterType, "str", "failover", "disable") },
-		"master_alive_interval":    func(a *Agent, v value) error { return v.count(&a.MasterAliveInterval) },
-		"master_failback":          func(a *Agent, v value) error { return v.bool(&a.MasterFailback) },
-		"master_failback_interval": func(a *Agent, v value) error { return v.count(&a.MasterFailbackInterval) },
-		"random_reauth_delay":      func(a *Agent, v value) error { return v.count(&a.RandomReauthDelay) },
-		"master_shuffle":           func(a *Agent, v value) error { return v.bool(&a.MasterShuffle) },
-		"random_master":            func(a *Agent, v value) error { return v.bool(&a.RandomMaster) },
-		"retry_dns":                func(a *Agent, v value) error { return v.count(&a.RetryDNS) },
-		"acceptance_wait_time":     func(a *Agent, v value) error { return v.count(&a.AcceptanceWaitTime) },
-		"acceptance_wait_time_max": func(a *Agent, v value) error { return v.count(&a.AcceptanceWaitTimeMax) },
-		"pki_dir":                  func(a *Agent, v value) error { return v.str(&a.PkiDir) },
-		"cachedir":                 func(a *Agent, v value) error { return v.str(&a.CacheDir) },
-		"sock_dir":                 func(a *Agent, v value) error { return v.str(&a.SockDir) },
-		"grains":                   func(a *Agent, v value) error { return v.anyMap(&a.Grains) },
-		"beacons":                  func(a *Agent, v value) error { return v.any(&a.Beacons) },
-		"engines":                  func(a *Agent, v value) error { return v.anyList(&a.Engines) },
-		"return":                   func(a *Agent, v value) error { return v.strList(&a.Return, true) },
-		"file_client":              func(a *Agent, v value) error { return v.oneOf(&a.FileClient, "remote", "local") },
-		"reactor":                  func(a *Agent, v value) error { return v.anyList(&a.Reactor) },
-		"spool_max":                func(a *Agent, v value) error { return v.count(&a.SpoolMax) },
-		"job_replay_window":        func(a *Agent, v value) error { return v.count(&a.JobReplayWindow) },
-		"log_level":                func(a *Agent, v value) error { return v.logLevel(&a.LogLevel) },
-		"log_file":                 func(a *Agent, v value) error { return v.str(&a.LogFile) },
-		"log_level_logfile":        func(a *Agent, v value) error { return v.logLevel(&a.LogLevelLogfile) },
-		"relay":                    func(a *Agent, v value) error { return v.relay(&a.Relay) },
-		"schedule":                 func(a *Agent, v value) error { return v.schedule(&a.Schedule, &a.ScheduleAt) },
-		"mine_functions":           func(a *Agent, v value) error { return v.mineFunctions(&a.MineFunctions) },
-		"mine_interval":            func(a *Agent, v value) error { return v.count(&a.MineInterval) },
+var agentRole = &role[Agent]{name: "agent", alt: "minion", other: "master", options: agentOptions(), foreign: setOf(masterOnlyOptions)}
+
+// agentOptions is the agent's option table: every option it knows, one
+// line each. Options of the master only are in masterOnlyOptions.
+func agentOptions() map[string]*option[Agent] {
+	type A = Agent
+	return table([]option[A]{
+		optStr("root_dir", func(a *A) *string { return &a.RootDir }, "directory every path option is relocated under"),
+		optFunc("id", "agent id", func(a *A, v value) error { return v.id(&a.ID) }, func(a *A) any { return a.ID }, "the agent's id").with("the host name"),
+		optFunc("master", "string or list of strings", setMasters, func(a *A) any { return a.Master }, "masters (host, host:port or [v6]:port), in order"),
+		optPort("master_port", func(a *A) *int { return &a.MasterPort }, "the masters' UDP port, for masters given without one (Salt's ret_port of the master)"),
+		optStr("master_finger", func(a *A) *string { return &a.MasterFinger }, "fingerprint of the master's key, pinned"),
+		optStr("relay_finger", func(a *A) *string { return &a.RelayFinger }, "fingerprint of the relay's key, for a device behind one"),
+		optOneOf("master_type", func(a *A) *string { return &a.MasterType }, []string{"str", "failover", "disable"}, "str: every master at once; failover: one at a time; disable: masterless"),
+		optCount("master_alive_interval", func(a *A) *int { return &a.MasterAliveInterval }, "seconds between checks that the master is alive; 0: off"),
+		optBool("master_failback", func(a *A) *bool { return &a.MasterFailback }, "go back to the first master when it returns (failover)"),
+		optCount("master_failback_interval", func(a *A) *int { return &a.MasterFailbackInterval }, "seconds between checks of the first master (failover)"),
+		optCount("random_reauth_delay", func(a *A) *int { return &a.RandomReauthDelay }, "most seconds of random wait before reconnecting"),
+		optBool("master_shuffle", func(a *A) *bool { return &a.MasterShuffle }, "shuffle the masters before trying them"),
+		optBool("random_master", func(a *A) *bool { return &a.RandomMaster }, "start with a random master (failover)"),
+		optCount("retry_dns", func(a *A) *int { return &a.RetryDNS }, "seconds between retries of a master name that does not resolve"),
+		optCount("acceptance_wait_time", func(a *A) *int { return &a.AcceptanceWaitTime }, "seconds between tries while the key is not accepted"),
+		optCount("acceptance_wait_time_max", func(a *A) *int { return &a.AcceptanceWaitTimeMax }, "upper bound of the growing acceptance wait; 0: no growth"),
+		optStr("pki_dir", func(a *A) *string { return &a.PkiDir }, "the agent's key and the pinned master keys"),
+		optStr("cachedir", func(a *A) *string { return &a.CacheDir }, "spool, job log, relay spool"),
+		optStr("sock_dir", func(a *A) *string { return &a.SockDir }, "directory of the local socket (halite-call)"),
+		optMap("grains", func(a *A) *map[string]any { return &a.Grains }, "static grains"),
+		optFunc("beacons", "mapping", func(a *A, v value) error { return v.any(&a.Beacons) }, func(a *A) any { return a.Beacons }, "beacons: {name: options}"),
+		optAnyList("engines", func(a *A) *[]any { return &a.Engines }, "engines to run: list of {name: options}"),
+		optList("return", true, func(a *A) *[]string { return &a.Return }, "returners every job's return also goes to"),
+		optOneOf("file_client", func(a *A) *string { return &a.FileClient }, []string{"remote", "local"}, "local: masterless"),
+		optAnyList("reactor", func(a *A) *[]any { return &a.Reactor }, "the agent's own reactor rules"),
+		optCount("spool_max", func(a *A) *int { return &a.SpoolMax }, "bytes of returns and events kept on disk until acknowledged"),
+		optCount("job_replay_window", func(a *A) *int { return &a.JobReplayWindow }, "seconds old a job may be; older is refused as a replay; 0: off"),
+		optLevel("log_level", func(a *A) *string { return &a.LogLevel }, "console log level"),
+		optStr("log_file", func(a *A) *string { return &a.LogFile }, "log file"),
+		optLevel("log_level_logfile", func(a *A) *string { return &a.LogLevelLogfile }, "log file level; unset: log_level"),
+		optFunc("relay", "mapping (see below)", func(a *A, v value) error { return v.relay(&a.Relay) }, func(a *A) any { return a.Relay }, "makes the agent a relay; the relay options below").with("(not a relay)"),
+		optFunc("schedule", "schedule: mapping of jobs", func(a *A, v value) error { return v.schedule(&a.Schedule, &a.ScheduleAt) }, func(a *A) any { return a.Schedule }, "Salt's schedule: jobs the agent runs by itself, with or without a master"),
+		optFunc("mine_functions", "mapping or list", func(a *A, v value) error { return v.mineFunctions(&a.MineFunctions) }, func(a *A) any { return a.MineFunctions }, "functions whose returns the agent sends to the master's mine"),
+		optCount("mine_interval", func(a *A) *int { return &a.MineInterval }, "minutes between mine updates"),
 	},
-	silent:  setOf(saltMinionOptions, saltCommonOptions),
-	foreign: setOf(saltMasterOptions, haliteMasterOptions),
+		elsewhere[A]("cli", "output color"),
+		elsewhere[A]("daemon", "log_rotate_max_bytes log_rotate_backup_count log_format metrics_port"),
+		[]option[A]{
+			refusedTrue[A]("fips_mode", "Halite's TLS 1.3 (QUIC) is not a FIPS module"),
+			refusedTrue[A]("verify_master_pubkey_sign", "Halite pins the master's key with master_finger instead"),
+		},
+		ignored[A](saltCommonOptions+saltMinionOptions, ""),
+	)
 }
 
-// haliteAgentOptions and haliteMasterOptions are the options each role
-// handles, for the "that is a master option" warning of the other role.
-const (
-	haliteAgentOptions = "id master master_port master_finger relay_finger master_type master_alive_interval master_failback master_failback_interval random_reauth_delay master_shuffle random_master retry_dns acceptance_wait_time acceptance_wait_time_max grains beacons return file_client relay spool_max job_replay_window schedule mine_functions mine_interval"
-	// haliteMasterRawOptions are Halite's own master options that the
-	// parts using them read from Master.Raw.
-	haliteMasterRawOptions = "reactor_max_depth returner_queue_max max_frame mine_get"
-	haliteMasterOptions    = "jid_node interface port auto_accept autosign_file autoreject_file autosign_grains_dir keep_jobs timeout worker_threads utc_jid nodegroups reactor_worker_threads reactor_worker_hwm reactor_max_depth returner_queue_max max_frame file_roots pillar_roots master_job_cache event_return relay_allow max_pending_keys new_keys_per_address mine_get"
-)
+func setMasters(a *Agent, v value) error {
+	if err := v.strList(&a.Master, false); err != nil {
+		return err
+	}
+	for _, m := range a.Master {
+		if err := checkMasterAddr(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AgentOptions documents the agent's options, in name order.
+func AgentOptions() []OptionDoc {
+	a := DefaultAgent()
+	return docs(agentRole.options, a)
+}
+
+// masterOnlyOptions are the master's options that the agent does not
+// know, for the agent's "that is a master option" warning. The master's
+// table is not linked into the agent (see masterRole), so its names are
+// repeated here; TestForeignNames keeps the two equal and prints this
+// list when they differ.
+const masterOnlyOptions = `
+allow_minion_key_revoke archive_jobs auth_events auth_mode auto_accept autoreject_file autosign_file
+autosign_grains_dir autosign_timeout batch_safe_limit batch_safe_size cli_summary client_acl_verify con_cache
+detect_remote_minions django_auth_path django_auth_settings drop_messages_signature_fail dummy_pub
+eauth_acl_module eauth_tokens enable_ssh_minions enforce_mine_cache event_publisher_niceness event_return
+event_return_blacklist event_return_niceness event_return_queue event_return_queue_max_seconds
+event_return_whitelist ext_pillar_first external_auth fileserver_events fileserver_update_niceness
+fileserver_verify_config gather_job_timeout git_pillar_provider gitfs_provider hgfs_base hgfs_branch_method
+hgfs_mountpoint hgfs_remotes hgfs_root hgfs_saltenv_blacklist hgfs_saltenv_whitelist jid_node jinja_env
+jinja_lstrip_blocks jinja_sls_env jinja_trim_blocks job_cache job_cache_store_endtime keep_acl_in_token
+keep_jobs keep_jobs_seconds key_cache key_pass maintenance_niceness master_job_cache master_pubkey_signature
+master_roots master_sign_pubkey master_stats master_stats_event_iter master_tops master_use_pubkey_signature
+max_frame max_minions max_open_files max_pending_keys memcache_debug memcache_expire_seconds
+memcache_full_cleanup memcache_max_items min_extra_mods mine_get minion_data_cache minion_data_cache_events
+minionfs_blacklist minionfs_env minionfs_mountpoint minionfs_whitelist mworker_niceness mworker_queue_niceness
+netapi_allow_raw_shell netapi_enable_clients new_keys_per_address nodegroups order_masters output_file pass_dir
+pass_gnupghome pass_strict_fetch pass_variable_prefix peer peer_run permissive_acl pillar_gitfs_ssl_verify
+pillar_safe_render_error pillar_version ping_on_rotate port presence_events preserve_minion_cache pub_hwm
+pub_server_niceness publish_port publish_session queue_dirs reactor_max_depth regen_thin relay_allow
+remote_minions_port req_server_niceness require_minion_sign_messages rest_cherrypy rest_tornado ret_port
+returner_queue_max roster roster_file rosters rotate_aes_key runner_returns search serial show_jid show_timeout
+signing_key_pass sqlite_queue_dir ssh_config_file ssh_identities_only ssh_list_nodegroups ssh_log_file
+ssh_minion_opts ssh_passwd ssh_port ssh_priv_passwd ssh_run_pre_flight ssh_scan_ports ssh_scan_timeout ssh_sudo
+ssh_sudo_user ssh_timeout ssh_update_roster ssh_use_home_key ssh_user sudo_acl svnfs_branches svnfs_mountpoint
+svnfs_remotes svnfs_root svnfs_saltenv_blacklist svnfs_saltenv_whitelist svnfs_tags svnfs_trunk syndic_dir
+syndic_event_forward_timeout syndic_failover syndic_forward_all_events syndic_jid_forward_cache_hwm
+syndic_log_file syndic_master syndic_master_port syndic_pidfile syndic_user syndic_wait tcp_master_pub_port
+tcp_master_publish_pull tcp_master_pull_port tcp_master_workers thin_extra_mods timeout token_dir token_expire
+token_expire_user_override utc_jid winrepo_mastercachefile worker_threads zmq_backlog
+`
 
 // LoadAgent reads dir/agent, then dir/agent.d/*.conf in lexical order, over
 // the defaults, and relocates the paths under root_dir. A missing dir/agent
@@ -182,11 +225,11 @@ const (
 // options, go to warn (which may be nil). The error, if any, is an *Error.
 func LoadAgent(dir string, warn func(Warning)) (*Agent, error) {
 	a := DefaultAgent()
-	raw, err := agentRole.load(dir, a, warn)
+	l, err := agentRole.load(dir, a, warn)
 	if err != nil {
 		return nil, err
 	}
-	a.Raw = raw
+	a.Raw = l.raw
 	a.ConfigDir = dir
 	root, err := absRoot(a.RootDir)
 	if err != nil {

@@ -145,6 +145,21 @@ func TestMasterOptions(t *testing.T) {
 		}},
 		{"new key limits", "max_pending_keys: 500\nnew_keys_per_address: 0\n", func(m *Master) { m.MaxPendingKeys, m.NewKeysPerAddress = 500, 0 }},
 		{"job cache", "master_job_cache: pgjsonb\nutc_jid: True\n", func(m *Master) { m.MasterJobCache, m.UTCJID = "pgjsonb", true }},
+		// Salt's list form (salt/config/__init__.py apply_master_config
+		// repacks a list of one-key mappings), which stopped the master.
+		{"nodegroups list form", "nodegroups:\n  - cams: 'L@cam1,cam2'\n  - all: ['cam*', 'gw*']\n  - cams: 'G@role:cam'\n", func(m *Master) {
+			m.Nodegroups = map[string]any{"cams": "G@role:cam", "all": []any{"cam*", "gw*"}}
+		}},
+		{"ret_port is the port when port is absent", "ret_port: 4606\n", func(m *Master) { m.Port, m.RetPort = 4606, 4606 }},
+		{"port wins over ret_port", "ret_port: 4606\nport: 4700\n", func(m *Master) { m.Port, m.RetPort = 4700, 4606 }},
+		{"publish_port is checked, not used", "publish_port: 4505\n", func(m *Master) {}},
+		{"typed former Raw options", "reactor_refresh_interval: 5\nloop_interval: '2'\nmax_frame: 1048576\nreactor_max_depth: -1\nid: m1\n", func(m *Master) {
+			m.ReactorRefreshInterval, m.LoopInterval, m.MaxFrame, m.ReactorMaxDepth, m.ID = 5, 2, 1<<20, -1, "m1"
+		}},
+		{"event returner options", "event_return_queue: 10\nevent_return_queue_max_seconds: 3\nevent_return_whitelist: 'salt/*'\nevent_return_blacklist: [a, b]\next_job_cache: 'x, y'\nreturner_queue_max: 0\n", func(m *Master) {
+			m.EventReturnQueue, m.EventReturnQueueMaxSeconds, m.ReturnerQueueMax = 10, 3, 0
+			m.EventReturnWhitelist, m.EventReturnBlacklist, m.ExtJobCache = []string{"salt/*"}, []string{"a", "b"}, []string{"x", "y"}
+		}},
 		{"relay_allow string", "relay_allow: 'relay-*'\n", func(m *Master) { m.RelayAllow = []string{"relay-*"} }},
 		{"relay_allow list", "relay_allow:\n  - r1\n  - 'gw[0-9]'\n", func(m *Master) { m.RelayAllow = []string{"r1", "gw[0-9]"} }},
 	}
@@ -182,6 +197,7 @@ func TestAgentOptions(t *testing.T) {
 		{"auth knobs", "random_reauth_delay: 3\nacceptance_wait_time: 2\nacceptance_wait_time_max: 20\nretry_dns: 0\nmaster_finger: 'ab:cd'\nmaster_port: 4600\n", func(a *Agent) {
 			a.RandomReauthDelay, a.AcceptanceWaitTime, a.AcceptanceWaitTimeMax, a.RetryDNS, a.MasterFinger, a.MasterPort = 3, 2, 20, 0, "ab:cd", 4600
 		}},
+		{"master_port quoted, as Salt allows", "master_port: '4600'\n", func(a *Agent) { a.MasterPort = 4600 }},
 		{"spool_max", "spool_max: 1048576\n", func(a *Agent) { a.SpoolMax = 1 << 20 }},
 		{"job_replay_window", "job_replay_window: 600\n", func(a *Agent) { a.JobReplayWindow = 600 }},
 		{"return string", "return: redis, pgjsonb,,\n", func(a *Agent) { a.Return = []string{"redis", "pgjsonb"} }},
@@ -356,7 +372,7 @@ func TestErrors(t *testing.T) {
 		{"relay option", map[string]string{"agent": "id: r1\nrelay:\n  port: 4600\n  max_devices: 0\n"}, true,
 			`D/agent:4: relay: max_devices: expected an integer from 1 to 16384, got 0`},
 		{"relay unknown", map[string]string{"agent": "relay:\n\n  listen: x\n"}, true,
-			`D/agent:3: relay: unknown relay option "listen" (known: interface, port, max_devices, spool_max, event_rate, event_burst, heartbeat, admit, batch_max, batch_delay)`},
+			`D/agent:3: relay: unknown relay option "listen" (known: admit, batch_delay, batch_max, event_burst, event_rate, heartbeat, interface, max_devices, port, spool_max)`},
 		{"relay batch_max small", map[string]string{"agent": "relay:\n  batch_max: 1023\n"}, true,
 			`D/agent:2: relay: batch_max: expected an integer from 1024 to 1048576, got 1023`},
 		{"relay batch_max large", map[string]string{"agent": "id: r1\nrelay:\n  port: 4600\n\n  batch_max: 4194304\n"}, true,
@@ -380,7 +396,7 @@ func TestErrors(t *testing.T) {
 		{"master bad v6", map[string]string{"agent": "master: '[fe80::1'\n"}, true,
 			`D/agent:1: master: master "[fe80::1": want a host, host:port or [v6]:port, with a port from 1 to 65535`},
 		{"jid_node range", map[string]string{"master": "jid_node: 1000\n"}, false,
-			`D/master:1: jid_node: expected a number from 0 to 999, got 1000`},
+			`D/master:1: jid_node: expected an integer from 0 to 999, got 1000`},
 		{"int from list", map[string]string{"master": "keep_jobs: [1]\n"}, false,
 			`D/master:1: keep_jobs: expected an integer, got a list`},
 		{"negative", map[string]string{"master": "keep_jobs: -1\n"}, false,
@@ -399,8 +415,46 @@ func TestErrors(t *testing.T) {
 			`D/master:1: pki_dir: expected a string, got a mapping`},
 		{"log level", map[string]string{"master": "log_level: loud\n"}, false,
 			`D/master:1: log_level: expected a log level (all, garbage, trace, debug, profile, info, warning, error, critical, quiet), got "loud"`},
-		{"mapping", map[string]string{"master": "nodegroups: [a]\n"}, false,
-			`D/master:1: nodegroups: expected a mapping, got a list`},
+		{"mapping", map[string]string{"master": "nodegroups: 5\n"}, false,
+			`D/master:1: nodegroups: expected a mapping, got "5"`},
+		{"nodegroups list of strings", map[string]string{"master": "nodegroups:\n  - g1: 'L@a'\n  - b\n"}, false,
+			`D/master:3: nodegroups: expected a mapping of names to expressions or a list of one-name mappings, got a list holding "b"`},
+		{"nodegroups list entry of two", map[string]string{"master": "nodegroups:\n  - {g1: a, g2: b}\n"}, false,
+			`D/master:2: nodegroups: expected a mapping of names to expressions or a list of one-name mappings, got a list holding a mapping of 2 names`},
+		// Options the master used to read from Raw, falling back to the
+		// default on a bad value: now file:line errors.
+		{"reactor_refresh_interval", map[string]string{"master": "port: 4506\nreactor_refresh_interval: abc\n"}, false,
+			`D/master:2: reactor_refresh_interval: expected an integer, got "abc"`},
+		{"reactor_refresh_interval zero", map[string]string{"master": "reactor_refresh_interval: 0\n"}, false,
+			`D/master:1: reactor_refresh_interval: expected an integer from 1 to 86400, got 0`},
+		{"loop_interval", map[string]string{"master.d/a.conf": "loop_interval: [1]\n"}, false,
+			`D/master.d/a.conf:1: loop_interval: expected an integer, got a list`},
+		{"reactor_max_depth", map[string]string{"master": "reactor_max_depth: deep\n"}, false,
+			`D/master:1: reactor_max_depth: expected an integer, got "deep"`},
+		{"returner_queue_max", map[string]string{"master": "returner_queue_max: -1\n"}, false,
+			`D/master:1: returner_queue_max: expected a non-negative integer, got -1`},
+		{"max_frame small", map[string]string{"master": "max_frame: 10\n"}, false,
+			`D/master:1: max_frame: expected an integer from 1024 to 67108864, got 10`},
+		{"max_frame string", map[string]string{"master": "max_frame: 4M\n"}, false,
+			`D/master:1: max_frame: expected an integer, got "4M"`},
+		{"event_return_queue", map[string]string{"master": "event_return_queue: many\n"}, false,
+			`D/master:1: event_return_queue: expected an integer, got "many"`},
+		{"event_return_queue_max_seconds", map[string]string{"master": "event_return_queue_max_seconds: 1.5\n"}, false,
+			`D/master:1: event_return_queue_max_seconds: expected an integer, got "1.5"`},
+		{"event_return_whitelist", map[string]string{"master": "event_return_whitelist: {a: 1}\n"}, false,
+			`D/master:1: event_return_whitelist: expected a string or a list of strings, got a mapping`},
+		{"ext_job_cache", map[string]string{"master": "ext_job_cache: [[a]]\n"}, false,
+			`D/master:1: ext_job_cache: expected a string or a list of strings, got a list holding a list`},
+		{"master id", map[string]string{"master": "id: [m]\n"}, false,
+			`D/master:1: id: expected a string, got a list`},
+		{"ret_port", map[string]string{"master": "ret_port: 70000\n"}, false,
+			`D/master:1: ret_port: expected a port number from 1 to 65535, got 70000`},
+		{"publish_port checked though unused", map[string]string{"master": "publish_port: x\n"}, false,
+			`D/master:1: publish_port: expected an integer, got "x"`},
+		{"fips_mode refused", map[string]string{"master": "fips_mode: True\n"}, false,
+			`D/master:1: fips_mode: not supported: Halite's TLS 1.3 (QUIC) is not a FIPS module`},
+		{"agent verify_master_pubkey_sign refused", map[string]string{"agent": "verify_master_pubkey_sign: yes\n"}, true,
+			`D/agent:1: verify_master_pubkey_sign: not supported: Halite pins the master's key with master_finger instead`},
 		{"relay_allow mapping", map[string]string{"master": "port: 4506\nrelay_allow: {r1: true}\n"}, false,
 			`D/master:2: relay_allow: expected a string or a list of strings, got a mapping`},
 		{"relay_allow empty id", map[string]string{"master": "relay_allow: ['r1', '']\n"}, false,
@@ -484,10 +538,10 @@ func TestWarnings(t *testing.T) {
 		"master": strings.Join([]string{
 			"port: 4506",
 			"foo: bar",                  // 2 unknown
-			"gitfs_remotes: [x]",        // 3 Salt, unused: silent
-			"presence_events: true",     // 4 Salt, unused: silent
+			"gitfs_remotes: [x]",        // 3 Salt, unused: warned
+			"presence_events: true",     // 4 Salt, unused: warned
 			"master_port: 4506",         // 5 agent option
-			"ret_port: 4606",            // 6 replaced
+			"ret_port: 4606",            // 6 differs from port: port wins
 			"port: 4507",                // 7 duplicate
 			"custom:\n  nested: [1, 2]", // 8 unknown, kept in Raw
 		}, "\n") + "\n",
@@ -500,11 +554,13 @@ func TestWarnings(t *testing.T) {
 	}
 	want := []string{
 		`master:2: unknown option "foo"`,
+		`master:3: option "gitfs_remotes" is a Salt option Halite does not use; it has no effect`,
+		`master:4: option "presence_events" is a Salt option Halite does not use; it has no effect`,
 		`master:5: option "master_port" is an agent option; the master ignores it`,
-		`master:6: option "ret_port" is not used by Halite: Halite listens on one UDP port; set "port"`,
 		`master:7: option "port" is set again (first at line 1); the last one wins`,
 		`master:8: unknown option "custom"`,
 		`master.d/x.conf:2: unknown option "bar"`,
+		`master:6: ret_port 4606 differs from port 4507; Halite has one UDP port and uses port`,
 	}
 	if diff := cmp.Diff(want, *got); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
@@ -519,13 +575,14 @@ func TestWarnings(t *testing.T) {
 		}
 	}
 
-	dir = writeDir(t, map[string]string{"agent": "id: a\nauto_accept: true\nmine_functions: {}\nbogus: 1\n"})
+	dir = writeDir(t, map[string]string{"agent": "id: a\nauto_accept: true\nmetrics_port: 9100\nbogus: 1\n"})
 	warn, got = collect(dir)
 	if _, err := LoadAgent(dir, warn); err != nil {
 		t.Fatalf("LoadAgent: %v", err)
 	}
 	want = []string{
 		`agent:2: option "auto_accept" is a master option; the agent ignores it`,
+		`agent:3: option "metrics_port" is not implemented in this build; it has no effect`,
 		`agent:4: unknown option "bogus"`,
 	}
 	if diff := cmp.Diff(want, *got); diff != "" {
@@ -585,28 +642,24 @@ func TestEveryFieldHasAnOption(t *testing.T) {
 			t.Errorf("%s: yaml tags vs options (-tags +options):\n%s", name, diff)
 		}
 	}
-	var mo, ao []string
-	for k := range masterRole().options {
-		mo = append(mo, k)
-	}
-	for k := range agentRole.options {
-		ao = append(ao, k)
-	}
-	check("Master", reflect.TypeFor[Master](), mo)
-	check("Agent", reflect.TypeFor[Agent](), ao)
-
-	// Each role knows the other's options, to tell the operator that an
-	// option is in the wrong file rather than unknown.
-	for _, k := range ao {
-		if masterRole().options[k] == nil && !masterRole().silent[k] && !masterRole().foreign[k] {
-			t.Errorf("agent option %q is neither a master option nor known to the master as foreign", k)
+	implemented := func(tbl map[string]bool) []string {
+		var out []string
+		for k, ok := range tbl {
+			if ok {
+				out = append(out, k)
+			}
 		}
+		return out
 	}
-	for _, k := range mo {
-		if agentRole.options[k] == nil && !agentRole.silent[k] && !agentRole.foreign[k] {
-			t.Errorf("master option %q is neither an agent option nor known to the agent as foreign", k)
-		}
+	mo, ao := map[string]bool{}, map[string]bool{}
+	for k, o := range masterRole().options {
+		mo[k] = o.status == Implemented
 	}
+	for k, o := range agentRole.options {
+		ao[k] = o.status == Implemented
+	}
+	check("Master", reflect.TypeFor[Master](), implemented(mo))
+	check("Agent", reflect.TypeFor[Agent](), implemented(ao))
 }
 
 func TestMissingConfigDir(t *testing.T) {
@@ -633,5 +686,44 @@ func TestAgentConfigDir(t *testing.T) {
 	}
 	if got.ConfigDir != dir {
 		t.Errorf("ConfigDir = %q, want %q", got.ConfigDir, dir)
+	}
+}
+
+// TestMinionFallback: with no CONFIG_DIR/agent, the agent reads Salt's
+// CONFIG_DIR/minion and minion.d/*.conf (then agent.d/*.conf, where
+// beacons.save writes), so that -c /etc/salt works; with CONFIG_DIR/agent
+// present, minion files are not read.
+func TestMinionFallback(t *testing.T) {
+	tests := []struct {
+		name   string
+		files  map[string]string
+		wantID string
+		wantMP int
+	}{
+		{"minion only", map[string]string{"minion": "id: m1\nmaster_port: 4600\n"}, "m1", 4600},
+		{"minion and minion.d", map[string]string{"minion": "id: m1\n", "minion.d/a.conf": "id: m2\n"}, "m2", 4506},
+		{"minion.d alone", map[string]string{"minion.d/a.conf": "id: m3\n"}, "m3", 4506},
+		{"agent.d after minion.d", map[string]string{"minion": "id: m1\n", "minion.d/a.conf": "master_port: 4700\n", "agent.d/b.conf": "id: a2\n"}, "a2", 4700},
+		{"agent wins", map[string]string{"agent": "id: a1\n", "minion": "id: m1\n", "minion.d/a.conf": "master_port: 4700\n"}, "a1", 4506},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeDir(t, tt.files)
+			a, err := LoadAgent(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.ID != tt.wantID || a.MasterPort != tt.wantMP {
+				t.Errorf("got id %q master_port %d, want %q %d", a.ID, a.MasterPort, tt.wantID, tt.wantMP)
+			}
+		})
+	}
+	dir := writeDir(t, map[string]string{"minion": "id: m1\nbogus: 1\n"})
+	warn, got := collect(dir)
+	if _, err := LoadAgent(dir, warn); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{`minion:2: unknown option "bogus"`}; !cmp.Equal(want, *got) {
+		t.Errorf("warnings got %q, want %q", *got, want)
 	}
 }

@@ -20,30 +20,61 @@ import (
 
 // role describes one kind of configuration: its file name and its options.
 type role[T any] struct {
-	name    string // "master" or "agent": file and drop-in directory name
-	other   string // the other role's name, for warnings
-	options map[string]func(*T, value) error
-	silent  map[string]bool   // Salt options accepted without a warning
-	foreign map[string]bool   // options of the other role
-	hints   map[string]string // options Halite replaces, with what to do instead
+	name    string                // "master" or "agent": file and drop-in directory name
+	other   string                // the other role's name, for warnings
+	alt     string                // the Salt name of the main file, read when name is absent ("minion")
+	options map[string]*option[T] // the option table: every option the role knows
+	foreign map[string]bool       // options of the other role only
+}
+
+// loc is where an option was set.
+type loc struct {
+	file string
+	line int
+}
+
+// loaded is what load read besides the typed fields.
+type loaded struct {
+	raw map[string]any // every option as loaded
+	at  map[string]loc // where each option was last set
+
+	warned map[string]bool // options with no effect already warned about
 }
 
 // files returns the files to read in order: dir/NAME if present, then
-// dir/NAME.d/*.conf in lexical order.
+// dir/NAME.d/*.conf in lexical order. A role with an alt name (the agent,
+// whose Salt name is minion) reads dir/ALT and then dir/ALT.d/*.conf and
+// dir/NAME.d/*.conf when dir/NAME is absent, so that -c /etc/salt works.
 func (r *role[T]) files(dir string) ([]string, error) {
-	var files []string
 	main := filepath.Join(dir, r.name)
+	dropDirs := []string{main + ".d"}
+	if r.alt != "" && !exists(main) {
+		main = filepath.Join(dir, r.alt)
+		dropDirs = []string{main + ".d", dropDirs[0]}
+	}
+	var files []string
 	switch _, err := os.Stat(main); {
 	case err == nil:
 		files = append(files, main)
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, &Error{File: main, Msg: fmt.Sprintf("read config: %v", unwrapPath(err)), err: err}
 	}
-	dropDir := filepath.Join(dir, r.name+".d")
+	for _, d := range dropDirs {
+		drop, err := dropIns(d)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, drop...)
+	}
+	return files, nil
+}
+
+// dropIns returns dir/*.conf in lexical order; none if dir is absent.
+func dropIns(dropDir string) ([]string, error) {
 	entries, err := os.ReadDir(dropDir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return files, nil
+		return nil, nil
 	case err != nil:
 		return nil, &Error{File: dropDir, Msg: fmt.Sprintf("read config directory: %v", unwrapPath(err)), err: err}
 	}
@@ -54,10 +85,18 @@ func (r *role[T]) files(dir string) ([]string, error) {
 		}
 	}
 	sort.Strings(names)
+	files := make([]string, 0, len(names))
 	for _, n := range names {
 		files = append(files, filepath.Join(dropDir, n))
 	}
 	return files, nil
+}
+
+// exists reports whether path exists; a path that cannot be checked counts
+// as existing, so that reading it reports the problem.
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return !errors.Is(err, fs.ErrNotExist)
 }
 
 // unwrapPath drops the *PathError wrapper, whose path Error already shows.
@@ -70,8 +109,8 @@ func unwrapPath(err error) error {
 }
 
 // load reads every file of the role in dir into dst, later files overriding
-// earlier ones key by key, and returns every key as loaded.
-func (r *role[T]) load(dir string, dst *T, warn func(Warning)) (map[string]any, error) {
+// earlier ones key by key, and returns every key as loaded and where.
+func (r *role[T]) load(dir string, dst *T, warn func(Warning)) (*loaded, error) {
 	if warn == nil {
 		warn = func(Warning) {}
 	}
@@ -79,16 +118,16 @@ func (r *role[T]) load(dir string, dst *T, warn func(Warning)) (map[string]any, 
 	if err != nil {
 		return nil, err
 	}
-	raw := make(map[string]any)
+	l := &loaded{raw: make(map[string]any), at: make(map[string]loc), warned: make(map[string]bool)}
 	for _, file := range files {
-		if err := r.loadFile(file, dst, raw, warn); err != nil {
+		if err := r.loadFile(file, dst, l, warn); err != nil {
 			return nil, err
 		}
 	}
-	return raw, nil
+	return l, nil
 }
 
-func (r *role[T]) loadFile(file string, dst *T, raw map[string]any, warn func(Warning)) error {
+func (r *role[T]) loadFile(file string, dst *T, l *loaded, warn func(Warning)) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return &Error{File: file, Msg: fmt.Sprintf("read config: %v", unwrapPath(err)), err: err}
@@ -104,36 +143,50 @@ func (r *role[T]) loadFile(file string, dst *T, raw map[string]any, warn func(Wa
 			return &Error{File: file, Line: k.Line, Msg: fmt.Sprintf("expected an option name, got %s", describe(k))}
 		}
 		key := k.Value
-		if first, dup := seen[key]; dup {
+		o, known := r.options[key]
+		effective := known && o.status == Implemented
+		if first, dup := seen[key]; dup && effective {
 			warn(Warning{File: file, Line: k.Line, Msg: fmt.Sprintf("option %q is set again (first at line %d); the last one wins", key, first)})
 		}
 		seen[key] = k.Line
+		// An option with no effect is warned about once, at its first
+		// line, however many times the files set it.
+		w := warn
+		if !effective {
+			if l.warned[key] {
+				w = func(Warning) {}
+			}
+			l.warned[key] = true
+		}
 		a, err := toAny(v)
 		if err != nil {
 			return &Error{File: file, Line: k.Line, Msg: fmt.Sprintf("%s: %v", key, err)}
 		}
-		raw[key] = a
-		if set, ok := r.options[key]; ok {
-			if isNull(v) {
-				continue // "key:" with no value keeps the default
+		l.raw[key] = a
+		l.at[key] = loc{file, k.Line}
+		if known {
+			if o.set != nil && !isNull(v) { // "key:" with no value keeps the default
+				if err := o.set(dst, value{n: v, file: file}); err != nil {
+					return optionError(file, k.Line, key, err)
+				}
 			}
-			if err := set(dst, value{n: v, file: file}); err != nil {
-				return optionError(file, k.Line, key, err)
+			switch o.status {
+			case Ignored, Refused:
+				w(Warning{File: file, Line: k.Line, Msg: fmt.Sprintf("option %q is a Salt option Halite does not use; it has no effect%s", key, because(o.doc))})
+			case Elsewhere:
+				w(Warning{File: file, Line: k.Line, Msg: fmt.Sprintf("option %q is not implemented in this build; it has no effect", key)})
 			}
 			continue
 		}
 		switch {
-		case r.hints[key] != "":
-			warn(Warning{File: file, Line: k.Line, Msg: fmt.Sprintf("option %q is not used by Halite: %s", key, r.hints[key])})
-		case r.silent[key]:
 		case moduleOption(key):
 			// Options of modules and returners (redis.host,
 			// returner.pgjsonb.host, alternative.mysql.db, ...) are
 			// read by the module named before the dot.
 		case r.foreign[key]:
-			warn(Warning{File: file, Line: k.Line, Msg: fmt.Sprintf("option %q is %s option; the %s ignores it", key, article(r.other), r.name)})
+			w(Warning{File: file, Line: k.Line, Msg: fmt.Sprintf("option %q is %s option; the %s ignores it", key, article(r.other), r.name)})
 		default:
-			warn(Warning{File: file, Line: k.Line, Msg: fmt.Sprintf("unknown option %q", key)})
+			w(Warning{File: file, Line: k.Line, Msg: fmt.Sprintf("unknown option %q", key)})
 		}
 	}
 	return nil
@@ -265,4 +318,12 @@ func absRoot(root string) (string, error) {
 func moduleOption(key string) bool {
 	mod, opt, ok := strings.Cut(key, ".")
 	return ok && mod != "" && opt != ""
+}
+
+// because turns an option's note into the end of a warning.
+func because(doc string) string {
+	if doc == "" {
+		return ""
+	}
+	return " (" + doc + ")"
 }

@@ -80,7 +80,7 @@ func (e *atLine) Error() string { return e.msg }
 func optionError(file string, line int, key string, err error) *Error {
 	var al *atLine
 	if errors.As(err, &al) {
-		return &Error{File: file, Line: al.line, Msg: "relay: " + al.msg}
+		return &Error{File: file, Line: al.line, Msg: key + ": " + al.msg}
 	}
 	return &Error{File: file, Line: line, Msg: fmt.Sprintf("%s: %v", key, err)}
 }

@@ -8,9 +8,30 @@ package config
 
 import (
 	"fmt"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
+
+// relayOptions is the relay: section's option table.
+func relayOptions() map[string]*option[Relay] {
+	type R = Relay
+	return table([]option[R]{
+		optStr("interface", func(r *R) *string { return &r.Interface }, "address to listen on for devices"),
+		optPort("port", func(r *R) *int { return &r.Port }, "UDP port for devices"),
+		optRange("max_devices", 1, MaxRelayDevices, func(r *R) *int { return &r.MaxDevices }, "devices served at once"),
+		optCount("spool_max", func(r *R) *int { return &r.SpoolMax }, "bytes of returns and events held while the master is away (cachedir/relay-spool)"),
+		optRange("event_rate", 1, 1<<20, func(r *R) *int { return &r.EventRate }, "returns and events a second per device"),
+		optRange("event_burst", 1, 1<<20, func(r *R) *int { return &r.EventBurst }, "burst of returns and events per device"),
+		optCount("heartbeat", func(r *R) *int { return &r.Heartbeat }, "seconds between heartbeat events; 0: off"),
+		optRange("admit", 1, 1<<20, func(r *R) *int { return &r.Admit }, "devices let in a second (handshakes and upstream sessions)"),
+		optRange("batch_max", MinRelayBatch, MaxRelayBatch, func(r *R) *int { return &r.BatchMax }, "bytes of one batch of returns and events to the master"),
+		optRange("batch_delay", 0, MaxRelayBatchDelay, func(r *R) *int { return &r.BatchDelay }, "milliseconds a batch waits for more after its first item"),
+	})
+}
+
+// RelayOptions documents the relay: section's options, in name order.
+func RelayOptions() []OptionDoc { return docs(relayOptions(), DefaultRelay()) }
 
 // relay parses the relay: mapping; `relay: {}` is a relay with every
 // default.
@@ -20,45 +41,24 @@ func (v value) relay(dst **Relay) error {
 	if n.Kind != yaml.MappingNode {
 		return fmt.Errorf("expected a mapping of relay options, got %s", describe(n))
 	}
-	opts := map[string]func(value) error{
-		"interface":   func(v value) error { return v.str(&r.Interface) },
-		"port":        func(v value) error { return v.port(&r.Port) },
-		"max_devices": func(v value) error { return positive(v, &r.MaxDevices, MaxRelayDevices) },
-		"spool_max":   func(v value) error { return v.count(&r.SpoolMax) },
-		"event_rate":  func(v value) error { return positive(v, &r.EventRate, 1<<20) },
-		"event_burst": func(v value) error { return positive(v, &r.EventBurst, 1<<20) },
-		"heartbeat":   func(v value) error { return v.count(&r.Heartbeat) },
-		"admit":       func(v value) error { return positive(v, &r.Admit, 1<<20) },
-		"batch_max":   func(v value) error { return between(v, &r.BatchMax, MinRelayBatch, MaxRelayBatch) },
-		"batch_delay": func(v value) error { return between(v, &r.BatchDelay, 0, MaxRelayBatchDelay) },
-	}
+	opts := relayOptions()
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := resolve(n.Content[i]), n.Content[i+1]
-		set, ok := opts[k.Value]
+		o, ok := opts[k.Value]
 		if k.Kind != yaml.ScalarNode || !ok {
-			return &atLine{k.Line, fmt.Sprintf("unknown relay option %s (known: interface, port, max_devices, spool_max, event_rate, event_burst, heartbeat, admit, batch_max, batch_delay)", describe(k))}
+			names := make([]string, 0, len(opts))
+			for _, d := range docs(opts, r) {
+				names = append(names, d.Name)
+			}
+			return &atLine{k.Line, fmt.Sprintf("unknown relay option %s (known: %s)", describe(k), strings.Join(names, ", "))}
 		}
 		if isNull(val) {
 			continue
 		}
-		if err := set(value{n: val}); err != nil {
+		if err := o.set(r, value{n: val}); err != nil {
 			return &atLine{k.Line, fmt.Sprintf("%s: %v", k.Value, err)}
 		}
 	}
 	*dst = r
-	return nil
-}
-
-func positive(v value, dst *int, max int) error { return between(v, dst, 1, max) }
-
-func between(v value, dst *int, lo, hi int) error {
-	i, err := v.integer()
-	if err != nil {
-		return err
-	}
-	if i < lo || i > hi {
-		return fmt.Errorf("expected an integer from %d to %d, got %d", lo, hi, i)
-	}
-	*dst = i
 	return nil
 }

@@ -1,10 +1,12 @@
 package config
 
-// Salt option names Halite accepts without a warning although it does not
-// use them (yet): a Salt user's existing master or minion file should load
-// quietly. Taken from Salt 3006's documented defaults (DEFAULT_MASTER_OPTS,
-// DEFAULT_MINION_OPTS and the configuration reference). Options Halite
-// handles are in each role's options table and need not be listed here.
+// Salt option names Halite accepts, with a warning naming file and line,
+// although it does not use them: a Salt user's existing master or minion
+// file loads. Taken from Salt 3006's documented defaults
+// (DEFAULT_MASTER_OPTS, DEFAULT_MINION_OPTS, the configuration reference
+// and the shipped conf/master and conf/minion). They enter each role's
+// option table as Ignored (see ignored); a name the table implements is
+// implemented, whatever these lists say.
 
 // saltCommonOptions are valid for both roles.
 const saltCommonOptions = `
@@ -18,6 +20,7 @@ pillar_cache pillar_cache_ttl pillar_cache_backend gpg_cache gpg_cache_ttl gpg_c
 on_demand_ext_pillar decrypt_pillar decrypt_pillar_delimiter decrypt_pillar_default decrypt_pillar_renderers
 gpg_decrypt_must_succeed extension_modules module_dirs returner_dirs states_dirs grains_dirs render_dirs
 outputter_dirs utils_dirs runner_dirs
+pillar_raise_on_missing state_output_pct state_compress_ids
 thoriumenv thorium_top thorium_interval thorium_roots top_file_merging_strategy env_order default_top
 file_recv file_recv_max_size file_ignore_regex file_ignore_glob fileserver_backend fileserver_followsymlinks
 fileserver_ignoresymlinks file_buffer_size hash_type optimization_order
@@ -68,6 +71,9 @@ drop_messages_signature_fail auth_events minion_data_cache_events enable_ssh_min
 detect_remote_minions remote_minions_port pass_variable_prefix pass_strict_fetch pass_gnupghome pass_dir
 presence_events autosign_timeout open_mode rest_cherrypy rest_tornado netapi_enable_clients
 file_client local
+syndic_user keep_jobs_seconds output_file batch_safe_limit batch_safe_size roster roster_file rosters
+ssh_run_pre_flight ssh_minion_opts ssh_update_roster fileserver_events gitfs_provider ext_pillar_first
+pillar_gitfs_ssl_verify git_pillar_provider syndic_master_port winrepo_mastercachefile pillarenv_from_saltenv
 `
 
 // saltMinionOptions are valid for the minion (agent) only.
@@ -89,4 +95,5 @@ pub_ret proxy_host proxy_username proxy_password proxy_port minion_jid_queue_hwm
 beacons_before_connect scheduler_before_connect minion_sign_messages ssh_merge_pillar disabled_requisites
 server_id_use_crc pillar disable_grains metadata_server_grains minion_pillar_cache grains_refresh_pre_exec
 mine_functions proxy ext_pillar master_sign_key_name open_mode multiprocessing
+no_proxy backup_mode state_queue global_state_conditions autosign_grains win_repo_cachefile key_logfile
 `

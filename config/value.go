@@ -380,3 +380,51 @@ func Bool(v any) (b, ok bool) {
 	}
 	return false, false
 }
+
+// nodegroups reads the nodegroups option: a mapping of names to
+// expressions, or Salt's list form, a list of one-key mappings, which Salt
+// repacks into one mapping (salt/config/__init__.py apply_master_config:
+// is_dictlist, repack_dictlist; a later name wins).
+func (v value) nodegroups(dst *map[string]any) error {
+	n := v.node()
+	if n.Kind != yaml.SequenceNode {
+		return v.anyMap(dst)
+	}
+	out := make(map[string]any, len(n.Content))
+	for _, c := range n.Content {
+		c = resolve(c)
+		if c.Kind != yaml.MappingNode || len(c.Content) != 2 {
+			return &atLine{c.Line, fmt.Sprintf("expected a mapping of names to expressions or a list of one-name mappings, got a list holding %s", describeEntry(c))}
+		}
+		var one map[string]any
+		if err := (value{n: c}).anyMap(&one); err != nil {
+			return err
+		}
+		for k, e := range one {
+			out[k] = e
+		}
+	}
+	*dst = out
+	return nil
+}
+
+// describeEntry is describe, saying how many keys a mapping has.
+func describeEntry(n *yaml.Node) string {
+	if n.Kind == yaml.MappingNode {
+		return fmt.Sprintf("a mapping of %d names", len(n.Content)/2)
+	}
+	return describe(n)
+}
+
+// between sets dst to an integer from lo to hi.
+func between(v value, dst *int, lo, hi int) error {
+	i, err := v.integer()
+	if err != nil {
+		return err
+	}
+	if i < lo || i > hi {
+		return fmt.Errorf("expected an integer from %d to %d, got %d", lo, hi, i)
+	}
+	*dst = i
+	return nil
+}

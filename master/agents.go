@@ -474,8 +474,8 @@ func (m *Master) runSession(ctx context.Context, s *session, hello *protocol.Hel
 }
 
 func (m *Master) maxFrame() int {
-	if v, ok := m.cfg.Raw["max_frame"].(int); ok && v > 0 {
-		return v
+	if m.cfg.MaxFrame > 0 {
+		return m.cfg.MaxFrame
 	}
 	return protocol.DefaultMaxFrame
 }

@@ -109,7 +109,7 @@ func startMaster(t *testing.T, setup func(*config.Master), beforeRun func(*Maste
 	cfg.SockDir = shortDir(t)
 	cfg.LogFile = ""
 	cfg.Timeout = 10
-	cfg.Raw = map[string]any{"id": "testmaster"}
+	cfg.ID = "testmaster"
 	if setup != nil {
 		setup(cfg)
 	}

@@ -89,8 +89,8 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 	m.id = id
 	host, _ := os.Hostname()
 	m.name = host + "_master"
-	if v, ok := cfg.Raw["id"].(string); ok && v != "" {
-		m.name = v
+	if cfg.ID != "" {
+		m.name = cfg.ID
 	}
 	m.keys, err = keys.Open(cfg.PkiDir, keys.Options{
 		AutoAccept:     cfg.AutoAccept,

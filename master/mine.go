@@ -242,13 +242,9 @@ func (m *Master) mineGet(asker, tgt, fun, tgtType string) (map[string]any, error
 // mine_get option set (id regex -> list of function regexes), only the
 // functions a matching entry allows; without it, all.
 func (m *Master) mineGetACL(asker string, functions []string) ([]string, error) {
-	opt, set := m.cfg.Raw["mine_get"]
-	if !set {
+	acl := m.cfg.MineGet
+	if acl == nil {
 		return functions, nil
-	}
-	acl, ok := opt.(map[string]any)
-	if !ok {
-		return nil, nil // Salt: a mine_get that is not a dict allows nothing
 	}
 	var perms []*regexp.Regexp
 	for pat, v := range acl {

@@ -12,8 +12,8 @@ import (
 // loop_interval seconds (default 1), as Salt's presence_events.
 func (m *Master) presenceLoop(ctx context.Context) error {
 	interval := time.Second
-	if v, ok := toInt(m.cfg.Raw["loop_interval"]); ok && v > 0 {
-		interval = time.Duration(v) * time.Second
+	if m.cfg.LoopInterval > 0 {
+		interval = time.Duration(m.cfg.LoopInterval) * time.Second
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()

@@ -103,7 +103,6 @@ func (m *Master) reactorRules(cfg *config.Master) []reactor.Rule {
 func (m *Master) runReactor(ctx context.Context) error {
 	st := m.reactorState()
 	defer st.engine.Store(nil)
-	maxDepth, _ := toInt(m.cfg.Raw["reactor_max_depth"])
 	e := reactor.New(reactor.Options{
 		Rules:    m.reactorRules(m.cfg),
 		Files:    reactor.Files{Roots: m.cfg.FileRoots},
@@ -113,7 +112,7 @@ func (m *Master) runReactor(ctx context.Context) error {
 		Fire:     m.bus.Publish,
 		Workers:  m.cfg.ReactorWorkerThreads,
 		Queue:    m.cfg.ReactorWorkerHwm,
-		MaxDepth: maxDepth,
+		MaxDepth: m.cfg.ReactorMaxDepth,
 		Log:      m.log.Named("reactor"),
 	})
 	st.engine.Store(e)
@@ -143,9 +142,9 @@ func (m *Master) reloadReactorLoop(ctx context.Context, st *masterReactor, done 
 	if dir == "" {
 		return
 	}
-	interval := defaultReactorRefresh
-	if n, ok := toInt(m.cfg.Raw["reactor_refresh_interval"]); ok && n > 0 {
-		interval = n
+	interval := m.cfg.ReactorRefreshInterval
+	if interval <= 0 {
+		interval = defaultReactorRefresh
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

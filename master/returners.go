@@ -56,8 +56,7 @@ func (m *Master) jobs() jobReader {
 
 // Defaults of the options read here.
 const (
-	defaultQueueMax       = 1_000_000 // returner_queue_max: items per returner
-	defaultEventBatch     = 1000      // events per batch when event_return_queue is 0
+	defaultEventBatch     = 1000 // events per batch when event_return_queue is 0
 	eventSubscriptionSize = 1 << 16
 )
 
@@ -106,31 +105,18 @@ func routeOf(l *jobcache.Load, ext []string) jobRoute {
 // newRetState checks the returner options; an unknown returner, or one
 // without the functions its role needs, is an error naming it.
 func newRetState(m *Master) (*retState, error) {
-	raw := m.cfg.Raw
 	rs := &retState{
 		log: m.log.Named("returners"), dir: filepath.Join(m.cfg.CacheDir, "returners"),
-		queueMax: defaultQueueMax, evBatch: 0, evMaxWait: 0,
-		workers: map[string]*returners.Worker{}, opened: map[string]returners.Returner{},
+		queueMax: m.cfg.ReturnerQueueMax, evBatch: m.cfg.EventReturnQueue,
+		evMaxWait: time.Duration(m.cfg.EventReturnQueueMaxSeconds) * time.Second,
+		workers:   map[string]*returners.Worker{}, opened: map[string]returners.Returner{},
 		wake: make(chan struct{}, 1), jobRets: map[string]jobRoute{},
-		cfg: returners.Config{Opts: raw, MasterID: m.name, KeepJobs: time.Duration(m.cfg.KeepJobs) * time.Hour,
+		cfg: returners.Config{Opts: m.cfg.Raw, MasterID: m.name, KeepJobs: time.Duration(m.cfg.KeepJobs) * time.Hour,
 			Log: m.log.Named("returners"), Embedded: m.cache},
 	}
-	if n, ok := toInt(raw["returner_queue_max"]); ok {
-		rs.queueMax = n
-	}
-	if n, ok := toInt(raw["event_return_queue"]); ok && n > 0 {
-		rs.evBatch = n
-	}
-	if v, ok := raw["event_return_queue_max_seconds"]; ok {
-		n, ok := toInt(v)
-		if !ok {
-			return nil, fmt.Errorf("event_return_queue_max_seconds: expected a number of seconds, got %v", v)
-		}
-		rs.evMaxWait = time.Duration(n) * time.Second
-	}
-	rs.evWhite = strList(raw["event_return_whitelist"])
-	rs.evBlack = strList(raw["event_return_blacklist"])
-	rs.extJobCache = splitNames(strings.Join(strList(raw["ext_job_cache"]), ","))
+	rs.evWhite = m.cfg.EventReturnWhitelist
+	rs.evBlack = m.cfg.EventReturnBlacklist
+	rs.extJobCache = splitNames(strings.Join(m.cfg.ExtJobCache, ","))
 	for _, n := range rs.extJobCache {
 		if err := returners.Check(n, returners.RoleReturn); err != nil {
 			return nil, fmt.Errorf("ext_job_cache: %w", err)
@@ -158,20 +144,6 @@ func newRetState(m *Master) (*retState, error) {
 		rs.jobCacheName, rs.jobCache = name, r.(returners.JobCache)
 	}
 	return rs, nil
-}
-
-func strList(v any) []string {
-	switch v := v.(type) {
-	case string:
-		return []string{v}
-	case []any:
-		out := make([]string, 0, len(v))
-		for _, x := range v {
-			out = append(out, fmt.Sprint(x))
-		}
-		return out
-	}
-	return nil
 }
 
 // splitNames splits "a,b" (as --return takes it) into names.

@@ -25,7 +25,7 @@ import (
 func benchEventReturn(b *testing.B, name string, setup func(c *config.Master), count func() int) {
 	tm := startMasterB(b, func(c *config.Master) {
 		c.EventReturn = []string{name}
-		c.Raw["event_return_whitelist"] = []any{"bench/*"}
+		c.EventReturnWhitelist = []string{"bench/*"}
 		setup(c)
 	})
 	data := map[string]any{"id": "web1", "fun": "test.ping", "return": true, "n": 1}
@@ -122,7 +122,7 @@ func startMasterB(b *testing.B, setup func(*config.Master)) *Master {
 	cfg.RootDir, cfg.Interface, cfg.Port = dir, "127.0.0.1", 0
 	cfg.PkiDir, cfg.CacheDir = filepath.Join(dir, "pki"), filepath.Join(dir, "cache")
 	cfg.SockDir = filepath.Join(dir, "s")
-	cfg.Raw = map[string]any{"id": "benchmaster"}
+	cfg.ID = "benchmaster"
 	setup(cfg)
 	m, err := New(cfg, zap.NewNop())
 	if err != nil {

@@ -66,13 +66,13 @@ func TestReturnersWiring(t *testing.T) {
 		c.AutoAccept = true
 		c.MasterJobCache = "pgjsonb"
 		c.EventReturn = []string{"redis"}
+		c.EventReturnWhitelist = []string{"salt/job/*", "halite/test/*"}
+		c.EventReturnBlacklist = []string{"salt/job/*/ret/db1"}
 		for k, v := range map[string]any{
 			"returner.pgjsonb.host": "127.0.0.1", "returner.pgjsonb.user": "postgres", "returner.pgjsonb.pass": "",
 			"returner.pgjsonb.db": db, "returner.pgjsonb.sslmode": "disable",
 			"redis.host": "127.0.0.1", "redis.key_prefix": prefix,
-			"event_return_whitelist": []any{"salt/job/*", "halite/test/*"},
-			"event_return_blacklist": []any{"salt/job/*/ret/db1"},
-			"rawfile_json.filename":  rawfile,
+			"rawfile_json.filename": rawfile,
 		} {
 			c.Raw[k] = v
 		}
@@ -182,7 +182,7 @@ func TestReturnerConfigErrors(t *testing.T) {
 		{"unknown job cache", func(c *config.Master) { c.MasterJobCache = "nosuch" }, `master_job_cache: returner "nosuch"`},
 		{"job cache lacking functions", func(c *config.Master) { c.MasterJobCache = "rawfile_json" }, `returner "rawfile_json": returner lacks the functions`},
 		{"unknown event returner", func(c *config.Master) { c.EventReturn = []string{"rawfile_json", "nope"} }, `event_return: returner "nope"`},
-		{"ext_job_cache", func(c *config.Master) { c.Raw["ext_job_cache"] = "bogus" }, `ext_job_cache: returner "bogus"`},
+		{"ext_job_cache", func(c *config.Master) { c.ExtJobCache = []string{"bogus"} }, `ext_job_cache: returner "bogus"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -103,7 +103,7 @@ func startMasterWith(t *testing.T, autoAccept bool, setup func(*config.Master)) 
 	cfg.LogFile = ""
 	cfg.Timeout = 10
 	cfg.AutoAccept = autoAccept
-	cfg.Raw = map[string]any{"id": "testmaster"}
+	cfg.ID = "testmaster"
 	cfg.RelayAllow = []string{"r1", "r2", "evil"} // evil: the hand-made relay of batch_test.go
 	if setup != nil {
 		setup(cfg)

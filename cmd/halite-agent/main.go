@@ -2,7 +2,7 @@
 // master, runs the master's jobs and sends back their returns. It is one
 // static binary, cross-compiled for every architecture the fleet has.
 //
-//	halite-agent [-c CONFIG_DIR] [-l LEVEL] [--log-file FILE]
+//	halite-agent [-c CONFIG_DIR] [-l LEVEL] [--log-file FILE] [--check-config]
 package main
 
 import (
@@ -26,6 +26,7 @@ type options struct {
 	logFile   string
 	id        string
 	finger    bool
+	check     bool
 }
 
 func main() { os.Exit(Main()) }
@@ -34,12 +35,13 @@ func main() { os.Exit(Main()) }
 func Main() int {
 	fs := pflag.NewFlagSet("halite-agent [-c CONFIG_DIR] [-l LEVEL]", pflag.ContinueOnError)
 	var o options
-	fs.StringVarP(&o.configDir, "config-dir", "c", cli.DefaultConfigDir, "configuration directory (reads agent and agent.d/*.conf)")
+	fs.StringVarP(&o.configDir, "config-dir", "c", cli.DefaultConfigDir, "configuration directory (reads agent and agent.d/*.conf, else Salt's minion and minion.d/*.conf)")
 	fs.StringVarP(&o.logLevel, "log-level", "l", "", "console log level: garbage, trace, debug, info, warning, error, critical, quiet")
 	fs.StringVar(&o.logFile, "log-file", "", "log file (default: the log_file option)")
 	fs.StringVar(&o.id, "id", "", "agent id (default: the id option, else the host name)")
 	fs.BoolVar(&o.finger, "print-finger", false, "print this agent's key fingerprint and exit")
 	vf := cli.AddVersionFlags(fs)
+	fs.BoolVar(&o.check, "check-config", false, "read and check the configuration, print its problems with file and line, and exit (0: usable, 2: errors); starts nothing")
 	err := cli.ParseFlags(fs, os.Args[1:])
 	if err == nil {
 		err = vf.Print("halite-agent", os.Stdout)
@@ -59,6 +61,10 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	cfg, err := config.LoadAgent(o.configDir, cli.WarnTo("halite-agent", stderr))
 	if err != nil {
 		return err
+	}
+	if o.check {
+		fmt.Fprintf(stdout, "halite-agent: configuration in %s is usable\n", o.configDir)
+		return nil
 	}
 	if o.id != "" {
 		cfg.ID = o.id

@@ -2,11 +2,12 @@
 // relays over QUIC, publishes their jobs, keeps their returns and serves the
 // operator CLIs on its local socket.
 //
-//	halite-master [-c CONFIG_DIR] [-l LEVEL] [--log-file FILE]
+//	halite-master [-c CONFIG_DIR] [-l LEVEL] [--log-file FILE] [--check-config]
 package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 
@@ -22,6 +23,7 @@ type options struct {
 	configDir string
 	logLevel  string
 	logFile   string
+	check     bool
 }
 
 func main() { os.Exit(Main()) }
@@ -34,6 +36,7 @@ func Main() int {
 	fs.StringVarP(&o.logLevel, "log-level", "l", "", "console log level: garbage, trace, debug, info, warning, error, critical, quiet")
 	fs.StringVar(&o.logFile, "log-file", "", "log file (default: the log_file option)")
 	vf := cli.AddVersionFlags(fs)
+	fs.BoolVar(&o.check, "check-config", false, "read and check the configuration, print its problems with file and line, and exit (0: usable, 2: errors); starts nothing")
 	err := cli.ParseFlags(fs, os.Args[1:])
 	if err == nil {
 		err = vf.Print("halite-master", os.Stdout)
@@ -53,6 +56,10 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	cfg, err := config.LoadMaster(o.configDir, cli.WarnTo("halite-master", stderr))
 	if err != nil {
 		return err
+	}
+	if o.check {
+		fmt.Fprintf(stdout, "halite-master: configuration in %s is usable\n", o.configDir)
+		return nil
 	}
 	log, err := cli.DaemonLogger(cfg.LogLevel, cfg.LogLevelLogfile, cfg.LogFile, o.logLevel, o.logFile)
 	if err != nil {
