@@ -57,6 +57,12 @@ type Agent struct {
 	LogFile         string `yaml:"log_file"`
 	LogLevelLogfile string `yaml:"log_level_logfile"` // "" means LogLevel
 
+	// LogFormat is text (Salt's layout) or json; LogRotateMaxBytes and
+	// LogRotateBackupCount rotate log_file by size (both above 0).
+	LogFormat            string `yaml:"log_format"`
+	LogRotateMaxBytes    int    `yaml:"log_rotate_max_bytes"`
+	LogRotateBackupCount int    `yaml:"log_rotate_backup_count"`
+
 	// Relay is the relay: section; an agent with one runs as a relay.
 	// nil: not a relay.
 	Relay *Relay `yaml:"relay"`
@@ -146,7 +152,13 @@ var agentRole = &role[Agent]{
 		"log_level":                func(a *Agent, v value) error { return v.logLevel(&a.LogLevel) },
 		"log_file":                 func(a *Agent, v value) error { return v.str(&a.LogFile) },
 		"log_level_logfile":        func(a *Agent, v value) error { return v.logLevel(&a.LogLevelLogfile) },
-		"relay":                    func(a *Agent, v value) error { return v.relay(&a.Relay) },
+
+		// config/log.go
+		"log_format":              func(a *Agent, v value) error { return v.oneOf(&a.LogFormat, "text", "json") },
+		"log_rotate_max_bytes":    func(a *Agent, v value) error { return v.count(&a.LogRotateMaxBytes) },
+		"log_rotate_backup_count": func(a *Agent, v value) error { return v.count(&a.LogRotateBackupCount) },
+
+		"relay": func(a *Agent, v value) error { return v.relay(&a.Relay) },
 	},
 	silent:  setOf(saltMinionOptions, saltCommonOptions),
 	foreign: setOf(saltMasterOptions, haliteMasterOptions),

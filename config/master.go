@@ -50,6 +50,12 @@ type Master struct {
 	LogFile         string `yaml:"log_file"`
 	LogLevelLogfile string `yaml:"log_level_logfile"` // "" means LogLevel
 
+	// LogFormat is text (Salt's layout) or json; LogRotateMaxBytes and
+	// LogRotateBackupCount rotate log_file by size (both above 0).
+	LogFormat            string `yaml:"log_format"`
+	LogRotateMaxBytes    int    `yaml:"log_rotate_max_bytes"`
+	LogRotateBackupCount int    `yaml:"log_rotate_backup_count"`
+
 	Nodegroups           map[string]any      `yaml:"nodegroups"`
 	Reactor              []any               `yaml:"reactor"`
 	ReactorWorkerThreads int                 `yaml:"reactor_worker_threads"`
@@ -142,9 +148,15 @@ func newMasterRole() *role[Master] {
 				}
 				return err
 			},
-			"log_level":              func(m *Master, v value) error { return v.logLevel(&m.LogLevel) },
-			"log_file":               func(m *Master, v value) error { return v.str(&m.LogFile) },
-			"log_level_logfile":      func(m *Master, v value) error { return v.logLevel(&m.LogLevelLogfile) },
+			"log_level":         func(m *Master, v value) error { return v.logLevel(&m.LogLevel) },
+			"log_file":          func(m *Master, v value) error { return v.str(&m.LogFile) },
+			"log_level_logfile": func(m *Master, v value) error { return v.logLevel(&m.LogLevelLogfile) },
+
+			// config/log.go
+			"log_format":              func(m *Master, v value) error { return v.oneOf(&m.LogFormat, "text", "json") },
+			"log_rotate_max_bytes":    func(m *Master, v value) error { return v.count(&m.LogRotateMaxBytes) },
+			"log_rotate_backup_count": func(m *Master, v value) error { return v.count(&m.LogRotateBackupCount) },
+
 			"nodegroups":             func(m *Master, v value) error { return v.anyMap(&m.Nodegroups) },
 			"reactor":                func(m *Master, v value) error { return v.anyList(&m.Reactor) },
 			"reactor_worker_threads": func(m *Master, v value) error { return v.count(&m.ReactorWorkerThreads) },
