@@ -99,3 +99,50 @@ func TestSIGHUP(t *testing.T) {
 		}
 	}
 }
+
+// countLines counts the lines of out that contain every one of parts.
+func countLines(out string, parts ...string) int {
+	n := 0
+	for _, line := range strings.Split(out, "\n") {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRetryLogs reads real processes' logs: an agent whose master does not
+// answer warns at once with the address and the reason, then retries at
+// info (a warning again only a minute later); a master logs a pending
+// agent's retries at info once a minute, not at each retry.
+func TestRetryLogs(t *testing.T) {
+	c := newCluster(t, "")
+	// Nobody listens on c.port yet.
+	lost := c.startAgent("lost", "")
+	addr := "127.0.0.1:" + fmtInt(c.port)
+	waitFor(t, 60*time.Second, "lost's second try", func() bool {
+		return countLines(lost.output(), "cannot reach master", addr) >= 2
+	})
+	out := lost.output()
+	if n := countLines(out, "[WARNING ]", "cannot reach master", addr, `"error"`); n != 1 {
+		t.Errorf("unreachable master: got %d warnings, want 1 (the first try)\n%s", n, out)
+	}
+	if n := countLines(out, "[INFO    ]", "cannot reach master", addr, `"tries": 2`); n != 1 {
+		t.Errorf("second try: got %d info lines with tries 2, want 1\n%s", n, out)
+	}
+
+	c.startMaster()
+	waitFor(t, 60*time.Second, "four retries of the pending agent", func() bool {
+		return countLines(lost.output(), "waiting for the master to accept") >= 4
+	})
+	if n := countLines(c.master.output(), "[INFO    ]", "agent key not accepted", `"id": "lost"`); n != 1 {
+		t.Errorf("master: got %d info lines about lost's pending key, want 1 a minute\n%s", n, c.master.output())
+	}
+	if n := countLines(lost.output(), "[WARNING ]", "waiting for the master to accept"); n != 1 {
+		t.Errorf("agent: got %d warnings about its pending key, want 1 a minute\n%s", n, lost.output())
+	}
+}
