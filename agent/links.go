@@ -48,6 +48,14 @@ type link struct {
 	addr string
 	out  *outbox
 	idx  int // in the list
+
+	// Failed tries since the last session, and when the last warning
+	// about them was logged, and what about (logTry); used by the link's
+	// own loop only.
+	fails    int
+	since    time.Time
+	lastWarn time.Time
+	warned   string
 }
 
 // masterAddrs returns the configured masters without repeats, shuffled
@@ -249,20 +257,46 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// triesWarnEvery is how often a master that stays unreachable is
+// reported at warning level (between, at info). Salt logs an error at each
+// failed try ("Error while bringing up minion for multi-master. Is master
+// at %s responding?", salt/minion.py _connect_minion), every
+// acceptance_wait_time, and once, after 60 s, "Minion unable to
+// successfully connect to a Salt Master." (_check_minions): Halite warns at
+// the first failure and then once a minute, with the address and reason.
+const triesWarnEvery = time.Minute
+
 // logTry logs why a try to reach a master failed: loudly for a key that
-// is not the pinned one (an attack, or a master re-keyed by hand).
-func (a *Agent) logTry(addr string, err error) {
+// is not the pinned one (an attack, or a master re-keyed by hand); at
+// warning level for the first failure (of each kind: unreachable, key
+// pending) and then every triesWarnEvery, else at info.
+func (a *Agent) logTry(l *link, err error) {
+	now := time.Now()
+	if l.fails == 0 {
+		l.since = now
+	}
+	l.fails++
 	var na *errNotAccepted
 	var pe *pinError
 	lvl, msg := zap.InfoLevel, "cannot reach master"
-	switch {
-	case errors.As(err, &pe):
-		lvl, msg = zap.ErrorLevel, "refusing master: its key is not the pinned one"
-	case errors.As(err, &na):
-		lvl, msg = zap.WarnLevel, "waiting for the master to accept this agent's key"
+	if errors.As(err, &na) {
+		msg = "waiting for the master to accept this agent's key"
 	}
-	a.log.Log(lvl, msg, zap.String("master", addr), zap.Error(err), zap.String("finger", a.Fingerprint()))
+	if now.Sub(l.lastWarn) >= triesWarnEvery || msg != l.warned {
+		lvl, l.lastWarn, l.warned = zap.WarnLevel, now, msg
+	}
+	if errors.As(err, &pe) {
+		lvl, msg = zap.ErrorLevel, "refusing master: its key is not the pinned one"
+	}
+	if ce := a.log.Check(lvl, msg); ce != nil {
+		ce.Write(zap.String("master", l.addr), zap.Error(err), zap.Int("tries", l.fails),
+			zap.Duration("for", now.Sub(l.since).Round(time.Second)), zap.String("finger", a.Fingerprint()))
+	}
 }
+
+// linkUp resets l's failure count once a session is established, so that
+// the next failure warns at once.
+func linkUp(l *link) { l.fails, l.lastWarn, l.warned = 0, time.Time{}, "" }
 
 // keepLink keeps a session with one master until ctx ends, reconnecting
 // after every loss.
@@ -272,6 +306,7 @@ func (a *Agent) keepLink(ctx context.Context, l *link) error {
 		c, err := a.dial(ctx, l)
 		established := err == nil
 		if established {
+			linkUp(l)
 			err = a.serve(ctx, c, nil)
 		}
 		if ctx.Err() != nil {
@@ -280,7 +315,7 @@ func (a *Agent) keepLink(ctx context.Context, l *link) error {
 		if established {
 			a.log.Info("master connection ended", zap.String("master", l.addr), zap.Error(err))
 		} else {
-			a.logTry(l.addr, err)
+			a.logTry(l, err)
 		}
 		if !sleep(ctx, p.wait(err, established)) {
 			return nil
@@ -314,7 +349,7 @@ func (a *Agent) failoverLoop(ctx context.Context) error {
 					break
 				}
 				lastErr = err
-				a.logTry(a.links[idx].addr, err)
+				a.logTry(a.links[idx], err)
 				var te *quic.TransportError
 				if !errors.As(err, &te) || te.ErrorCode != quic.ConnectionRefused || try == 4 || !sleep(ctx, jitter(time.Second)) {
 					break
@@ -334,6 +369,7 @@ func (a *Agent) failoverLoop(ctx context.Context) error {
 			continue
 		}
 		p.reset()
+		linkUp(c.l)
 		for c != nil {
 			idx = c.l.idx
 			var back *masterConn

@@ -67,6 +67,12 @@ type Agent struct {
 	LogFile         string `yaml:"log_file"`
 	LogLevelLogfile string `yaml:"log_level_logfile"` // "" means LogLevel
 
+	// LogFormat is text (Salt's layout) or json; LogRotateMaxBytes and
+	// LogRotateBackupCount rotate log_file by size (both above 0).
+	LogFormat            string `yaml:"log_format"`
+	LogRotateMaxBytes    int    `yaml:"log_rotate_max_bytes"`
+	LogRotateBackupCount int    `yaml:"log_rotate_backup_count"`
+
 	// Relay is the relay: section; an agent with one runs as a relay.
 	// nil: not a relay.
 	Relay *Relay `yaml:"relay"`
@@ -154,9 +160,12 @@ func agentOptions() map[string]*option[Agent] {
 		optFunc("schedule", "schedule: mapping of jobs", func(a *A, v value) error { return v.schedule(&a.Schedule, &a.ScheduleAt) }, func(a *A) any { return a.Schedule }, "Salt's schedule: jobs the agent runs by itself, with or without a master"),
 		optFunc("mine_functions", "mapping or list", func(a *A, v value) error { return v.mineFunctions(&a.MineFunctions) }, func(a *A) any { return a.MineFunctions }, "functions whose returns the agent sends to the master's mine"),
 		optCount("mine_interval", func(a *A) *int { return &a.MineInterval }, "minutes between mine updates"),
+		optOneOf("log_format", func(x *A) *string { return &x.LogFormat }, []string{"text", "json"}, "text (Salt's layout) or json (one object a line, for log shippers)"),
+		optCount("log_rotate_max_bytes", func(x *A) *int { return &x.LogRotateMaxBytes }, "rotate log_file past this size (with log_rotate_backup_count; both above 0)"),
+		optCount("log_rotate_backup_count", func(x *A) *int { return &x.LogRotateBackupCount }, "rotated log files kept (file.1 the newest)"),
 	},
 		elsewhere[A]("cli", "output color"),
-		elsewhere[A]("daemon", "log_rotate_max_bytes log_rotate_backup_count log_format metrics_port"),
+		elsewhere[A]("daemon", "metrics_port"),
 		[]option[A]{
 			refusedTrue[A]("fips_mode", "Halite's TLS 1.3 (QUIC) is not a FIPS module"),
 			refusedTrue[A]("verify_master_pubkey_sign", "Halite pins the master's key with master_finger instead"),

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -44,6 +45,26 @@ func ValidLogLevel(s string) bool {
 	return ok
 }
 
+// LogOptions say where and how a daemon logs: Salt's log_level,
+// log_level_logfile, log_file, log_rotate_max_bytes and
+// log_rotate_backup_count, and Halite's log_format.
+type LogOptions struct {
+	Level     string // console level, and the file's when FileLevel is ""
+	FileLevel string
+	File      string // "" logs to no file
+	Stderr    bool   // also log to stderr at Level
+	// Format is "text" (Salt's layout, the default) or "json" (one object
+	// a line, for log shippers), for the file and stderr alike.
+	Format string
+	// MaxBytes and Backups rotate the file by size, as Salt's
+	// RotatingFileHandler does: when a line would take the file to
+	// MaxBytes, file.N-1 becomes file.N, …, file becomes file.1 and a new
+	// file starts; file.Backups is the oldest kept. As in Python's
+	// handler, rotation needs both above 0 (salt/_logging/impl.py).
+	MaxBytes int64
+	Backups  int
+}
+
 // NewLogger builds the daemons' logger: to file (appended, created 0600 with
 // its directory, left open for the life of the process) unless file is
 // empty, and to stderr when toStderr, both at level, a Salt log level.
@@ -57,15 +78,25 @@ func NewLogger(level, file string, toStderr bool) (*zap.Logger, error) {
 // NewLoggerLevels is NewLogger with a separate level for the file (Salt's
 // log_level_logfile); an empty fileLevel means level.
 func NewLoggerLevels(level, fileLevel, file string, toStderr bool) (*zap.Logger, error) {
-	lvl, ok := zapLevel(level)
+	log, _, err := OpenLog(LogOptions{Level: level, FileLevel: fileLevel, File: file, Stderr: toStderr})
+	return log, err
+}
+
+// OpenLog builds a daemon's logger from o, and returns its log file (nil
+// when it logs to none) for the daemon to Reopen on SIGHUP.
+func OpenLog(o LogOptions) (*zap.Logger, *LogFile, error) {
+	lvl, ok := zapLevel(o.Level)
 	if !ok {
-		return nil, fmt.Errorf("log level %q: want one of %s", level, strings.Join(logLevelNames, ", "))
+		return nil, nil, fmt.Errorf("log level %q: want one of %s", o.Level, strings.Join(logLevelNames, ", "))
 	}
 	flvl := lvl
-	if fileLevel != "" {
-		if flvl, ok = zapLevel(fileLevel); !ok {
-			return nil, fmt.Errorf("log level %q: want one of %s", fileLevel, strings.Join(logLevelNames, ", "))
+	if o.FileLevel != "" {
+		if flvl, ok = zapLevel(o.FileLevel); !ok {
+			return nil, nil, fmt.Errorf("log level %q: want one of %s", o.FileLevel, strings.Join(logLevelNames, ", "))
 		}
+	}
+	if o.MaxBytes < 0 || o.Backups < 0 {
+		return nil, nil, fmt.Errorf("log rotation: max bytes %d and backup count %d must not be negative", o.MaxBytes, o.Backups)
 	}
 	enc := zapcore.EncoderConfig{
 		TimeKey:          "time",
@@ -80,27 +111,139 @@ func NewLoggerLevels(level, fileLevel, file string, toStderr bool) (*zap.Logger,
 		EncodeName:       zapcore.FullNameEncoder,
 		ConsoleSeparator: " ",
 	}
-	var cores []zapcore.Core
-	if file != "" && flvl != quietLevel {
-		if strings.Contains(file, "://") {
-			return nil, fmt.Errorf("log file %q: URIs are not supported, use a path", file)
-		}
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-			return nil, fmt.Errorf("open log file %s: %w", file, err)
-		}
-		f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("open log file %s: %w", file, err)
-		}
-		cores = append(cores, zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(f), flvl))
+	var newEnc func() zapcore.Encoder
+	switch o.Format {
+	case "", "text":
+		newEnc = func() zapcore.Encoder { return zapcore.NewConsoleEncoder(enc) }
+	case "json":
+		enc.EncodeLevel = saltLevelNameEncoder
+		enc.EncodeTime = zapcore.RFC3339NanoTimeEncoder
+		enc.EncodeDuration = zapcore.SecondsDurationEncoder
+		newEnc = func() zapcore.Encoder { return zapcore.NewJSONEncoder(enc) }
+	default:
+		return nil, nil, fmt.Errorf("log format %q: want text or json", o.Format)
 	}
-	if toStderr && lvl != quietLevel {
-		cores = append(cores, zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(os.Stderr), lvl))
+	var cores []zapcore.Core
+	var lf *LogFile
+	if o.File != "" && flvl != quietLevel {
+		if strings.Contains(o.File, "://") {
+			return nil, nil, fmt.Errorf("log file %q: URIs are not supported, use a path", o.File)
+		}
+		if err := os.MkdirAll(filepath.Dir(o.File), 0o755); err != nil {
+			return nil, nil, fmt.Errorf("open log file %s: %w", o.File, err)
+		}
+		lf = &LogFile{path: o.File}
+		if o.MaxBytes > 0 && o.Backups > 0 {
+			lf.max, lf.backups = o.MaxBytes, o.Backups
+		}
+		if err := lf.Reopen(); err != nil {
+			return nil, nil, err
+		}
+		cores = append(cores, zapcore.NewCore(newEnc(), lf, flvl))
+	}
+	if o.Stderr && lvl != quietLevel {
+		cores = append(cores, zapcore.NewCore(newEnc(), zapcore.Lock(os.Stderr), lvl))
 	}
 	if len(cores) == 0 {
-		return zap.NewNop(), nil
+		return zap.NewNop(), nil, nil
 	}
-	return zap.New(zapcore.NewTee(cores...), zap.ErrorOutput(zapcore.Lock(os.Stderr))), nil
+	return zap.New(zapcore.NewTee(cores...), zap.ErrorOutput(zapcore.Lock(os.Stderr))), lf, nil
+}
+
+// LogFile is a daemon's log file: appended to, rotated by size when asked,
+// and reopened by Reopen after logrotate renamed it. Safe for concurrent
+// use.
+type LogFile struct {
+	path    string
+	max     int64 // 0: never rotate
+	backups int
+
+	mu   sync.Mutex
+	f    *os.File
+	size int64
+}
+
+// Reopen closes the log file and opens path again (creating it 0600), so
+// that after logrotate renamed the file the daemon writes a new one. On
+// error the old file stays in use.
+func (l *LogFile) Reopen() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reopen()
+}
+
+func (l *LogFile) reopen() error {
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("open log file %s: %w", l.path, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("open log file %s: %w", l.path, err)
+	}
+	if l.f != nil {
+		l.f.Close()
+	}
+	l.f, l.size = f, st.Size()
+	return nil
+}
+
+// Write writes one log entry, rotating first when it would take the file
+// to the size limit. A failed rotation keeps writing to the current file.
+func (l *LogFile) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.max > 0 && l.size > 0 && l.size+int64(len(p)) >= l.max {
+		l.rotate()
+	}
+	n, err := l.f.Write(p)
+	l.size += int64(n)
+	return n, err
+}
+
+// rotate shifts file.N-1 to file.N … file to file.1 and opens a new file,
+// as Python's RotatingFileHandler.doRollover does.
+func (l *LogFile) rotate() {
+	for i := l.backups - 1; i > 0; i-- {
+		src := fmt.Sprintf("%s.%d", l.path, i)
+		if _, err := os.Stat(src); err == nil {
+			os.Rename(src, fmt.Sprintf("%s.%d", l.path, i+1))
+		}
+	}
+	if os.Rename(l.path, l.path+".1") == nil {
+		l.reopen()
+	}
+}
+
+// Sync flushes the file to disk.
+func (l *LogFile) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f.Sync()
+}
+
+// Close closes the file; later writes fail.
+func (l *LogFile) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f.Close()
+}
+
+// saltLevelNameEncoder writes Salt's level names in lower case, for JSON.
+func saltLevelNameEncoder(l zapcore.Level, enc zapcore.PrimitiveArrayEncoder) {
+	switch l {
+	case zapcore.DebugLevel:
+		enc.AppendString("debug")
+	case zapcore.InfoLevel:
+		enc.AppendString("info")
+	case zapcore.WarnLevel:
+		enc.AppendString("warning")
+	case zapcore.ErrorLevel:
+		enc.AppendString("error")
+	default:
+		enc.AppendString("critical")
+	}
 }
 
 // saltLevelEncoder writes Salt's level names.
@@ -117,4 +260,16 @@ func saltLevelEncoder(l zapcore.Level, enc zapcore.PrimitiveArrayEncoder) {
 	default:
 		enc.AppendString("[CRITICAL]")
 	}
+}
+
+// LogOptions returns the agent's logging options (Stderr false).
+func (a *Agent) LogOptions() LogOptions {
+	return LogOptions{Level: a.LogLevel, FileLevel: a.LogLevelLogfile, File: a.LogFile, Format: a.LogFormat,
+		MaxBytes: int64(a.LogRotateMaxBytes), Backups: a.LogRotateBackupCount}
+}
+
+// LogOptions returns the master's logging options (Stderr false).
+func (m *Master) LogOptions() LogOptions {
+	return LogOptions{Level: m.LogLevel, FileLevel: m.LogLevelLogfile, File: m.LogFile, Format: m.LogFormat,
+		MaxBytes: int64(m.LogRotateMaxBytes), Backups: m.LogRotateBackupCount}
 }

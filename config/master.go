@@ -64,6 +64,12 @@ type Master struct {
 	LogFile         string `yaml:"log_file"`
 	LogLevelLogfile string `yaml:"log_level_logfile"` // "" means LogLevel
 
+	// LogFormat is text (Salt's layout) or json; LogRotateMaxBytes and
+	// LogRotateBackupCount rotate log_file by size (both above 0).
+	LogFormat            string `yaml:"log_format"`
+	LogRotateMaxBytes    int    `yaml:"log_rotate_max_bytes"`
+	LogRotateBackupCount int    `yaml:"log_rotate_backup_count"`
+
 	// Nodegroups maps a nodegroup's name to its compound expression (a
 	// string) or a list of expressions; Salt's list form (a list of
 	// one-key mappings) is read into the same map.
@@ -193,6 +199,9 @@ func masterOptions() map[string]*option[Master] {
 		optLevel("log_level", func(m *M) *string { return &m.LogLevel }, "console log level"),
 		optStr("log_file", func(m *M) *string { return &m.LogFile }, "log file (a path; URIs are refused when the logger opens it)"),
 		optLevel("log_level_logfile", func(m *M) *string { return &m.LogLevelLogfile }, "log file level; unset: log_level"),
+		optOneOf("log_format", func(x *M) *string { return &x.LogFormat }, []string{"text", "json"}, "text (Salt's layout) or json (one object a line, for log shippers)"),
+		optCount("log_rotate_max_bytes", func(x *M) *int { return &x.LogRotateMaxBytes }, "rotate log_file past this size (with log_rotate_backup_count; both above 0)"),
+		optCount("log_rotate_backup_count", func(x *M) *int { return &x.LogRotateBackupCount }, "rotated log files kept (file.1 the newest)"),
 		optFunc("nodegroups", "mapping, or list of one-key mappings", func(m *M, v value) error { return v.nodegroups(&m.Nodegroups) }, func(m *M) any { return m.Nodegroups }, "named target expressions (N@name)"),
 		optAnyList("reactor", func(m *M) *[]any { return &m.Reactor }, "reactor rules: list of {tag glob: [sls files]}"),
 		optCount("reactor_worker_threads", func(m *M) *int { return &m.ReactorWorkerThreads }, "reactions run at once"),
@@ -214,7 +223,7 @@ func masterOptions() map[string]*option[Master] {
 		optFunc("relay_allow", "string or list of strings", setRelayAllow, func(m *M) any { return m.RelayAllow }, "agent ids or globs that may open a relay link; none by default"),
 		optFunc("publish_port", "port", func(_ *M, v value) error { var p int; return v.port(&p) }, nil, "Halite publishes over its one UDP port (port)").with("4505").as(Ignored),
 	},
-		elsewhere[M]("daemon", "log_rotate_max_bytes log_rotate_backup_count log_format metrics_port"),
+		elsewhere[M]("metrics", "metrics_port"),
 		elsewhere[M]("cli", "output color"),
 		[]option[M]{refusedTrue[M]("fips_mode", "Halite's TLS 1.3 (QUIC) is not a FIPS module")},
 		ignored[M](saltCommonOptions+saltMasterOptions, ""),

@@ -12,7 +12,6 @@ package config
 const saltCommonOptions = `
 include default_include conf_file user verify_env permissive_pki_access pidfile
 log_datefmt log_datefmt_logfile log_fmt_console log_fmt_logfile log_fmt_jid log_granular_levels
-log_rotate_max_bytes log_rotate_backup_count
 transport ipc_mode ipc_write_buffer ipv6 tcp_keepalive tcp_keepalive_idle tcp_keepalive_cnt tcp_keepalive_intvl
 max_event_size event_match_type renderer renderer_whitelist renderer_blacklist failhard state_top state_top_saltenv
 saltenv lock_saltenv pillarenv pillar_opts pillar_source_merging_strategy pillar_merge_lists pillar_includes_override_sls

@@ -420,8 +420,15 @@ func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, v
 		return false
 	}
 	if dec.Status != protocol.KeyAccepted {
-		s.log.Info("agent key not accepted", zap.String("status", dec.Status),
-			zap.String("finger", protocol.Fingerprint(s.pub)), zap.String("relay", via))
+		// The agent retries every acceptance_wait_time: once a minute
+		// per id and status at info is enough.
+		lvl := zap.DebugLevel
+		if m.notAcceptedLog.Allow(hello.ID+"\x00"+dec.Status, time.Now()) {
+			lvl = zap.InfoLevel
+		}
+		if ce := s.log.Check(lvl, "agent key not accepted"); ce != nil {
+			ce.Write(zap.String("status", dec.Status), zap.String("finger", protocol.Fingerprint(s.pub)), zap.String("relay", via))
+		}
 		s.stream.Close()
 		if via != "" {
 			s.stream.CancelRead(quic.StreamErrorCode(protocol.KindNotAccepted))

@@ -43,11 +43,14 @@ type Master struct {
 	keys *keys.Store
 	// newKeys bounds the keys of unknown ids per source (newkeys.go).
 	newKeys *newKeyLimiter
-	cache   *jobcache.Cache
-	rets    *retState // returners (returners.go)
-	held    heldState // returns not stored yet (held.go)
-	bus     *event.Bus
-	jids    event.JIDGen
+	// notAcceptedLog logs a pending agent's retries once a minute
+	// (logevery.go).
+	notAcceptedLog *logEvery
+	cache          *jobcache.Cache
+	rets           *retState // returners (returners.go)
+	held           heldState // returns not stored yet (held.go)
+	bus            *event.Bus
+	jids           event.JIDGen
 
 	minions *registry
 	relays  relays           // connected relays' links (relays.go)
@@ -103,6 +106,7 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 		return nil, fmt.Errorf("open key store: %w", err)
 	}
 	m.newKeys = newNewKeyLimiter(cfg.NewKeysPerAddress, log.Named("newkeys"))
+	m.notAcceptedLog = newLogEvery(time.Minute, 4096)
 	if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
 		return nil, fmt.Errorf("make cachedir: %w", err)
 	}

@@ -339,3 +339,43 @@ func TestManagerRuntimeChanges(t *testing.T) {
 		t.Error("disk2 still listed after delete")
 	}
 }
+
+// TestManagerReplace: the beacons: option reread on SIGHUP replaces the
+// running beacons; a bad one changes nothing.
+func TestManagerReplace(t *testing.T) {
+	c := &collector{}
+	m, err := New(Options{ID: "cam1", Config: yamlValue(t, "{diskusage: [{/: 0%}, {interval: 0.05}], keep: [{beacon_module: memusage}, {percent: 0%}, {interval: 0.05}]}"), Fire: c.fire})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.env = fakeProc(t, map[string]string{"meminfo": meminfo80, "self/mounts": "rootfs / rootfs rw 0 0\n"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "diskusage events", func() bool { return c.count("salt/beacon/cam1/diskusage/") >= 1 })
+
+	if err := m.Replace(yamlValue(t, "{mem2: [{beacon_module: memusage}, {percent: 500%}]}")); err == nil {
+		t.Errorf("Replace with a bad beacon: got nil, want an error")
+	}
+	if got := len(m.List()); got != 2 {
+		t.Errorf("after a bad Replace: got %d beacons, want the 2 kept", got)
+	}
+	if err := m.Replace(yamlValue(t, "{mem2: [{beacon_module: memusage}, {percent: 0%}, {interval: 0.05}], keep: [{beacon_module: memusage}, {percent: 0%}, {interval: 0.05}]}")); err != nil {
+		t.Fatalf("Replace: %v", err)
+	}
+	waitFor(t, "mem2 events", func() bool { return c.count("salt/beacon/cam1/mem2/") >= 1 })
+	list := m.List()
+	if _, ok := list["diskusage"]; ok {
+		t.Errorf("diskusage: got it listed after Replace, want it gone")
+	}
+	if _, ok := list["keep"]; !ok {
+		t.Errorf("keep: got it gone after Replace, want it kept")
+	}
+	checks := func(name string) uint64 { return m.Stats()[name].Checks }
+	c0, k0 := checks("diskusage"), checks("keep")
+	waitFor(t, "keep checks", func() bool { return checks("keep") >= k0+5 })
+	if got := checks("diskusage"); got != c0 {
+		t.Errorf("removed beacon: got %d more checks, want none", got-c0)
+	}
+}

@@ -304,6 +304,39 @@ func (m *Manager) Modify(name string, cfg any) error {
 	return nil
 }
 
+// Replace makes the beacons those of cfg, a beacons: option (the agent
+// rereads its configuration on SIGHUP): beacons that are gone stop, new and
+// changed ones (re)start, unchanged ones run on undisturbed. A bad cfg is
+// an error and changes nothing.
+func (m *Manager) Replace(cfg any) error {
+	specs, enabled, err := ParseConfig(cfg, DefaultInterval)
+	if err != nil {
+		return err
+	}
+	want := make(map[string]*Spec, len(specs))
+	for _, s := range specs {
+		want[s.Name] = s
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name := range m.specs {
+		if _, ok := want[name]; !ok {
+			delete(m.specs, name)
+			m.gen[name]++
+		}
+	}
+	for name, s := range want {
+		if old, ok := m.specs[name]; ok && reflect.DeepEqual(old.Raw, s.Raw) {
+			continue
+		}
+		m.specs[name] = s
+		m.gen[name]++
+	}
+	m.enabled = enabled
+	m.poke()
+	return nil
+}
+
 // Delete removes a beacon.
 func (m *Manager) Delete(name string) error {
 	m.mu.Lock()

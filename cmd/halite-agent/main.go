@@ -33,6 +33,7 @@ func main() { os.Exit(Main()) }
 
 // Main runs the command with os.Args and returns its exit status.
 func Main() int {
+	hup := cli.Hangups() // before anything: SIGHUP must never kill the agent
 	fs := pflag.NewFlagSet("halite-agent [-c CONFIG_DIR] [-l LEVEL]", pflag.ContinueOnError)
 	var o options
 	fs.StringVarP(&o.configDir, "config-dir", "c", cli.DefaultConfigDir, "configuration directory (reads agent and agent.d/*.conf, else Salt's minion and minion.d/*.conf)")
@@ -51,13 +52,13 @@ func Main() int {
 	}
 	if err == nil {
 		ctx, stop := cli.SignalContext()
-		err = run(ctx, o, os.Stdout, os.Stderr)
+		err = run(ctx, o, hup, os.Stdout, os.Stderr)
 		stop()
 	}
 	return cli.Exit("halite-agent", err, fs, os.Stderr)
 }
 
-func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
+func run(ctx context.Context, o options, hup <-chan os.Signal, stdout, stderr io.Writer) error {
 	cfg, err := config.LoadAgent(o.configDir, cli.WarnTo("halite-agent", stderr))
 	if err != nil {
 		return err
@@ -77,7 +78,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		// GOGC in the environment wins.
 		debug.SetGCPercent(25)
 	}
-	log, err := cli.DaemonLogger(cfg.LogLevel, cfg.LogLevelLogfile, cfg.LogFile, o.logLevel, o.logFile)
+	log, logFile, err := cli.DaemonLogger(cfg.LogOptions(), o.logLevel, o.logFile)
 	if err != nil {
 		return err
 	}
@@ -91,6 +92,17 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return nil
 	}
 	log.Info("starting", zap.String("version", agent.Version), zap.String("id", cfg.ID))
+	defer cli.OnHangup(hup, log, logFile, func() {
+		// Beacons are reloaded; engines, returners and the master
+		// connection keep their start-time configuration.
+		c, err := config.LoadAgent(o.configDir, func(config.Warning) {})
+		if err == nil {
+			err = a.ReloadBeacons(c.Beacons)
+		}
+		if err != nil {
+			log.Error("SIGHUP: configuration not reloaded, beacons kept", zap.Error(err))
+		}
+	})()
 	if cfg.Relay == nil {
 		return a.Run(ctx)
 	}

@@ -30,6 +30,7 @@ func main() { os.Exit(Main()) }
 
 // Main runs the command with os.Args and returns its exit status.
 func Main() int {
+	hup := cli.Hangups() // before anything: SIGHUP must never kill the master
 	fs := pflag.NewFlagSet("halite-master [-c CONFIG_DIR] [-l LEVEL]", pflag.ContinueOnError)
 	var o options
 	fs.StringVarP(&o.configDir, "config-dir", "c", cli.DefaultConfigDir, "configuration directory (reads master and master.d/*.conf)")
@@ -46,13 +47,13 @@ func Main() int {
 	}
 	if err == nil {
 		ctx, stop := cli.SignalContext()
-		err = run(ctx, o, os.Stdout, os.Stderr)
+		err = run(ctx, o, hup, os.Stdout, os.Stderr)
 		stop()
 	}
 	return cli.Exit("halite-master", err, fs, os.Stderr)
 }
 
-func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
+func run(ctx context.Context, o options, hup <-chan os.Signal, stdout, stderr io.Writer) error {
 	cfg, err := config.LoadMaster(o.configDir, cli.WarnTo("halite-master", stderr))
 	if err != nil {
 		return err
@@ -61,7 +62,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "halite-master: configuration in %s is usable\n", o.configDir)
 		return nil
 	}
-	log, err := cli.DaemonLogger(cfg.LogLevel, cfg.LogLevelLogfile, cfg.LogFile, o.logLevel, o.logFile)
+	log, logFile, err := cli.DaemonLogger(cfg.LogOptions(), o.logLevel, o.logFile)
 	if err != nil {
 		return err
 	}
@@ -72,5 +73,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	m.SetConfigDir(o.configDir) // the reactor reloads its rules from here on SIGHUP
 	log.Info("starting", zap.String("version", master.Version), zap.String("config_dir", o.configDir))
+	// The reactor rereads its rules on SIGHUP itself (master/reactor.go).
+	defer cli.OnHangup(hup, log, logFile, nil)()
 	return m.Run(ctx)
 }

@@ -109,22 +109,61 @@ func WarnTo(prog string, w io.Writer) func(config.Warning) {
 
 // DaemonLogger builds a daemon's logger from its configuration and its
 // -l/--log-file flags (which win when set): console at the level, file at
-// log_level_logfile (or the level).
-func DaemonLogger(cfgLevel, cfgFileLevel, cfgFile, flagLevel, flagFile string) (*zap.Logger, error) {
-	level := cfgLevel
+// log_level_logfile (or the level). It returns the log file, nil when there
+// is none, for Hangups to reopen.
+func DaemonLogger(o config.LogOptions, flagLevel, flagFile string) (*zap.Logger, *config.LogFile, error) {
 	if flagLevel != "" {
 		if !config.ValidLogLevel(flagLevel) {
-			return nil, Usagef("unknown log level %q", flagLevel)
+			return nil, nil, Usagef("unknown log level %q", flagLevel)
 		}
-		level = flagLevel
+		o.Level = flagLevel
 	}
-	file := cfgFile
 	if flagFile != "" {
-		file = flagFile
+		o.File = flagFile
 	}
-	log, err := config.NewLoggerLevels(level, cfgFileLevel, file, true)
+	o.Stderr = true
+	log, lf, err := config.OpenLog(o)
 	if err != nil {
-		return nil, fmt.Errorf("start logging: %w", err)
+		return nil, nil, fmt.Errorf("start logging: %w", err)
 	}
-	return log, nil
+	return log, lf, nil
+}
+
+// Hangups makes SIGHUP harmless for the life of the process (its default
+// action kills) and returns the channel it arrives on. Daemons call it
+// first thing in main, then OnHangup once they can act on it.
+func Hangups() <-chan os.Signal {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGHUP)
+	return ch
+}
+
+// OnHangup starts a goroutine that, for each SIGHUP on ch, reopens the
+// log file (after logrotate renamed it) and then calls reload (may be nil).
+// stop ends it and returns once it has exited.
+func OnHangup(ch <-chan os.Signal, log *zap.Logger, lf *config.LogFile, reload func()) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ch:
+			}
+			if lf != nil {
+				if err := lf.Reopen(); err != nil {
+					log.Error("SIGHUP: log file not reopened, still writing the old one", zap.Error(err))
+				}
+			}
+			log.Info("SIGHUP: log file reopened, reloading")
+			if reload != nil {
+				reload()
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
 }
