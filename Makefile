@@ -17,7 +17,7 @@ MASTER_CMDS := halite-master halite halite-key halite-run
 # The agent is flashed on devices with little flash. On 32-bit ARM and MIPS
 # (cameras, gateways: the relay is not built in there, see
 # cmd/halite-agent/norelay.go) inlining is turned off everywhere
-# (AGENT_GCFLAGS_SMALL), which keeps linux/arm v7 under 8 MiB; the cost is
+# (AGENT_GCFLAGS_SMALL), which keeps linux/arm v7 under 8.5 MiB; the cost is
 # CPU the device seldom spends (an ed25519 verify per job: ~50 -> ~60 us on
 # amd64). On amd64 and arm64, where relays run and size matters less, the
 # hot packages (runtime, sync, crypto, QUIC, CBOR) keep their inlining
