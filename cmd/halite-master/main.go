@@ -2,19 +2,22 @@
 // relays over QUIC, publishes their jobs, keeps their returns and serves the
 // operator CLIs on its local socket.
 //
-//	halite-master [-c CONFIG_DIR] [-l LEVEL] [--log-file FILE]
+//	halite-master [-c CONFIG_DIR] [-l LEVEL] [--log-file FILE] [-d] [--pid-file FILE] [-u USER]
 package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/internal/cli"
+	"github.com/halite-fleet/halite/internal/daemon"
 	"github.com/halite-fleet/halite/master"
 )
 
@@ -22,6 +25,9 @@ type options struct {
 	configDir string
 	logLevel  string
 	logFile   string
+	daemon    bool   // -d: run detached
+	pidFile   string // --pid-file
+	user      string // -u: run as this user
 }
 
 func main() { os.Exit(Main()) }
@@ -33,6 +39,9 @@ func Main() int {
 	fs.StringVarP(&o.configDir, "config-dir", "c", cli.DefaultConfigDir, "configuration directory (reads master and master.d/*.conf)")
 	fs.StringVarP(&o.logLevel, "log-level", "l", "", "console log level: garbage, trace, debug, info, warning, error, critical, quiet")
 	fs.StringVar(&o.logFile, "log-file", "", "log file (default: the log_file option)")
+	fs.BoolVarP(&o.daemon, "daemon", "d", false, "run in the background, detached; return once it is up")
+	fs.StringVar(&o.pidFile, "pid-file", "", "write the process id to this file (removed at exit)")
+	fs.StringVarP(&o.user, "user", "u", "", "run as this user (root only): its privileges are dropped after the log and pid files are opened")
 	vf := cli.AddVersionFlags(fs)
 	err := cli.ParseFlags(fs, os.Args[1:])
 	if err == nil {
@@ -40,6 +49,15 @@ func Main() int {
 	}
 	if err == nil && fs.NArg() > 0 {
 		err = cli.Usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if err == nil && o.daemon && !daemon.IsChild() {
+		// The child runs the rest; its start's errors come back here.
+		err = daemon.Detach(os.Stderr)
+		var de *daemon.ExitError
+		if errors.As(err, &de) {
+			err = &cli.ExitError{Code: de.Code}
+		}
+		return cli.Exit("halite-master", err, fs, os.Stderr)
 	}
 	if err == nil {
 		ctx, stop := cli.SignalContext()
@@ -59,11 +77,39 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer log.Sync()
+	if o.pidFile != "" {
+		remove, err := daemon.WritePIDFile(o.pidFile)
+		if err != nil {
+			return err
+		}
+		defer remove()
+	}
+	if o.user != "" {
+		if err := daemon.SwitchUser(o.user); err != nil {
+			return err
+		}
+	}
 	m, err := master.New(cfg, log.Named("master"))
 	if err != nil {
 		return err
 	}
-	m.SetConfigDir(o.configDir) // the reactor reloads its rules from here on SIGHUP
+	// The reactor reloads its rules from here on SIGHUP, after a daemon
+	// went to /.
+	if abs, err := filepath.Abs(o.configDir); err == nil {
+		o.configDir = abs
+	}
+	m.SetConfigDir(o.configDir)
 	log.Info("starting", zap.String("version", master.Version), zap.String("config_dir", o.configDir))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-m.Ready():
+			if err := daemon.Ready(); err != nil {
+				log.Error("daemon", zap.Error(err))
+			}
+		case <-ctx.Done():
+		}
+	}()
 	return m.Run(ctx)
 }
