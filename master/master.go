@@ -58,8 +58,9 @@ type Master struct {
 	reactor masterReactor    // see reactor.go
 	engines *engines.Manager // see engines.go
 
-	mine     *mineStore // the agents' mine data (mine.go); see mineStore()
-	mineOnce sync.Once
+	mine      *mineStore // the agents' mine data (mine.go); see mineStore()
+	localCall LocalCall  // salt.cmd's functions (runners_salt.go)
+	mineOnce  sync.Once
 
 	ready   chan struct{}
 	addr    net.Addr

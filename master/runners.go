@@ -34,14 +34,23 @@ func (m *Master) runners() map[string]callFunc {
 
 func (m *Master) coreRunners() map[string]callFunc {
 	return map[string]callFunc{
-		"jobs.list_jobs":  m.runListJobs,
-		"jobs.lookup_jid": m.runLookupJID,
-		"jobs.print_job":  m.runPrintJob,
-		"jobs.active":     m.runActive,
-		"manage.up":       m.runManageUp,
-		"manage.down":     m.runManageDown,
-		"manage.status":   m.runManageStatus,
-		"event.send":      m.runEventSend,
+		"jobs.list_jobs":    m.runListJobs,
+		"jobs.lookup_jid":   m.runLookupJID,
+		"jobs.print_job":    m.runPrintJob,
+		"jobs.active":       m.runActive,
+		"manage.up":         m.runManageUp,
+		"manage.down":       m.runManageDown,
+		"manage.status":     m.runManageStatus,
+		"event.send":        m.runEventSend,
+		"manage.present":    m.runManagePresent,
+		"manage.alived":     m.runManagePresent,
+		"manage.versions":   m.runManageVersions,
+		"jobs.list_job":     m.runListJob,
+		"jobs.exit_success": m.runExitSuccess,
+		"jobs.last_run":     m.runLastRun,
+		"cache.grains":      m.runCacheGrains,
+		"salt.cmd":          m.runSaltCmd,
+		"doc.runner":        m.runDocRunner,
 	}
 }
 
@@ -216,6 +225,10 @@ func (m *Master) runActive(ctx context.Context, req *api.Request) (any, error) {
 	if len(connected) == 0 {
 		return out, nil
 	}
+	timeout, err := m.callTimeout(&args{req: req})
+	if err != nil {
+		return nil, err
+	}
 	jid := m.jids.Next()
 	sub := m.bus.Subscribe("salt/job/"+jid+"/ret/*", len(connected)+16)
 	defer sub.Close()
@@ -223,7 +236,7 @@ func (m *Master) runActive(ctx context.Context, req *api.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	timer := time.NewTimer(time.Duration(m.cfg.Timeout) * time.Second)
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	waiting := len(p.minions) - len(p.notConnected)
 	for waiting > 0 {

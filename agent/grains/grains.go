@@ -514,6 +514,7 @@ type Store struct {
 	static map[string]any
 	file   string // the grains file, "" for none (file.go)
 	log    *zap.Logger
+	skip   bool // NewSkipped: no grains at all
 	cur    atomic.Pointer[map[string]any]
 	mu     sync.Mutex // serializes Refresh, so the last collected wins
 }
@@ -536,7 +537,21 @@ func (s *Store) Refresh() map[string]any {
 	return s.refreshLocked()
 }
 
+// NewSkipped returns a Store that holds no grains and collects none, as
+// Salt's loader does with skip_grains (salt/loader/__init__.py grains):
+// salt-call --skip-grains.
+func NewSkipped() *Store {
+	s := &Store{skip: true, log: zap.NewNop()}
+	s.Refresh()
+	return s
+}
+
 func (s *Store) refreshLocked() map[string]any {
+	if s.skip {
+		g := map[string]any{}
+		s.cur.Store(&g)
+		return g
+	}
 	g := Collect(s.id, s.layers(), s.log)
 	s.cur.Store(&g)
 	return g

@@ -2,11 +2,12 @@
 // master, runs the master's jobs and sends back their returns. It is one
 // static binary, cross-compiled for every architecture the fleet has.
 //
-//	halite-agent [-c CONFIG_DIR] [-l LEVEL] [--log-file FILE] [--check-config]
+//	halite-agent [-c CONFIG_DIR] [-l LEVEL] [--log-file FILE] [-d] [--pid-file FILE] [-u USER] [--check-config]
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,12 +19,16 @@ import (
 	"github.com/halite-fleet/halite/agent"
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/internal/cli"
+	"github.com/halite-fleet/halite/internal/daemon"
 )
 
 type options struct {
 	configDir string
 	logLevel  string
 	logFile   string
+	daemon    bool   // -d: run detached
+	pidFile   string // --pid-file
+	user      string // -u: run as this user
 	id        string
 	finger    bool
 	check     bool
@@ -39,6 +44,9 @@ func Main() int {
 	fs.StringVarP(&o.configDir, "config-dir", "c", cli.DefaultConfigDir, "configuration directory (reads agent and agent.d/*.conf, else Salt's minion and minion.d/*.conf)")
 	fs.StringVarP(&o.logLevel, "log-level", "l", "", "console log level: garbage, trace, debug, info, warning, error, critical, quiet")
 	fs.StringVar(&o.logFile, "log-file", "", "log file (default: the log_file option)")
+	fs.BoolVarP(&o.daemon, "daemon", "d", false, "run in the background, detached; return once it is up")
+	fs.StringVar(&o.pidFile, "pid-file", "", "write the process id to this file (removed at exit)")
+	fs.StringVarP(&o.user, "user", "u", "", "run as this user (root only): its privileges are dropped after the log and pid files are opened")
 	fs.StringVar(&o.id, "id", "", "agent id (default: the id option, else the host name)")
 	fs.BoolVar(&o.finger, "print-finger", false, "print this agent's key fingerprint and exit")
 	vf := cli.AddVersionFlags(fs)
@@ -49,6 +57,15 @@ func Main() int {
 	}
 	if err == nil && fs.NArg() > 0 {
 		err = cli.Usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if err == nil && o.daemon && !daemon.IsChild() {
+		// The child runs the rest; its start's errors come back here.
+		err = daemon.Detach(os.Stderr)
+		var de *daemon.ExitError
+		if errors.As(err, &de) {
+			err = &cli.ExitError{Code: de.Code}
+		}
+		return cli.Exit("halite-agent", err, fs, os.Stderr)
 	}
 	if err == nil {
 		ctx, stop := cli.SignalContext()
@@ -83,6 +100,18 @@ func run(ctx context.Context, o options, hup <-chan os.Signal, stdout, stderr io
 		return err
 	}
 	defer log.Sync()
+	if o.pidFile != "" {
+		remove, err := daemon.WritePIDFile(o.pidFile)
+		if err != nil {
+			return err
+		}
+		defer remove()
+	}
+	if o.user != "" {
+		if err := daemon.SwitchUser(o.user); err != nil {
+			return err
+		}
+	}
 	a, err := agent.New(cfg, log.Named("agent"))
 	if err != nil {
 		return err
@@ -103,6 +132,9 @@ func run(ctx context.Context, o options, hup <-chan os.Signal, stdout, stderr io
 			log.Error("SIGHUP: configuration not reloaded, beacons kept", zap.Error(err))
 		}
 	})()
+	if err := daemon.Ready(); err != nil {
+		return err
+	}
 	if cfg.Relay == nil {
 		return a.Run(ctx)
 	}

@@ -10,5 +10,6 @@ import (
 // "halite-agent".
 func TestMain(m *testing.M) { clitest.Main(m, "halite-agent", Main) }
 
-// TestScripts runs testdata/*.txtar (see package clitest).
-func TestScripts(t *testing.T) { clitest.Run(t) }
+// TestScripts runs testdata/*.txtar (see package clitest) with the
+// Daemons commands.
+func TestScripts(t *testing.T) { clitest.RunWith(t, clitest.Daemons()) }

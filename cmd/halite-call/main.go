@@ -2,6 +2,8 @@
 // salt-call:
 //
 //	halite-call [-c CONFIG_DIR] [--local] [--out FORMAT] FUNCTION [ARG ...] [KEY=VALUE ...]
+//	halite-call -g|--grains
+//	halite-call -d|--doc [FUNCTION]
 //
 // Functions run in this process, with the agent's configuration and
 // grains. event.send and event.fire_master go through the running agent to
@@ -13,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -24,6 +27,7 @@ import (
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/internal/cli"
 	"github.com/halite-fleet/halite/internal/output"
+	"github.com/halite-fleet/halite/protocol"
 )
 
 type options struct {
@@ -36,6 +40,12 @@ type options struct {
 	outIndent    int
 	outIndentSet *int // &outIndent when --out-indent was given
 	logLevel     string
+	grains       bool   // -g: print the grains
+	doc          bool   // -d: print the functions' documentation
+	id           string // --id: the minion id to use
+	master       string // --master: the master option functions see
+	fileRoot     string // --file-root: file_roots {base: [DIR]}
+	skipGrains   bool   // --skip-grains: no grains at all
 	fun          string
 	args         []string
 }
@@ -53,16 +63,34 @@ func Main() int {
 	fs.StringVar(&o.out, "output", "nested", "same as --out")
 	fs.IntVar(&o.outIndent, "out-indent", 0, "output_indent of the json, yaml and pprint outputters (negative: one line, flow style)")
 	fs.StringVarP(&o.logLevel, "log-level", "l", "warning", "console log level")
+	fs.BoolVarP(&o.grains, "grains", "g", false, "print the grains")
+	fs.BoolVarP(&o.doc, "doc", "d", false, "print the documentation of the functions: halite-call -d [FUNCTION_PREFIX]")
+	fs.BoolVar(&o.doc, "documentation", false, "same as --doc")
+	fs.StringVar(&o.id, "id", "", "the minion id to use (default: the id option)")
+	fs.StringVar(&o.master, "master", "", "the master option the functions see (halite-call itself never connects to a master)")
+	fs.StringVar(&o.fileRoot, "file-root", "", "use this directory as the base file root (file_roots)")
+	fs.BoolVar(&o.skipGrains, "skip-grains", false, "do not load grains")
 	vf := cli.AddVersionFlags(fs)
 	err := cli.ParseFlags(fs, os.Args[1:])
 	if err == nil {
 		err = vf.Print("halite-call", os.Stdout)
 	}
 	if err == nil {
-		if fs.NArg() == 0 {
-			err = cli.Usagef("give a function, e.g. halite-call test.ping")
-		} else {
+		// SaltCallOptionParser._mixin_after_parsed (salt/utils/parsers.py)
+		switch {
+		case fs.NArg() == 0 && !o.grains && !o.doc:
+			err = cli.Usagef("Requires function, --grains or --doc")
+		case fs.NArg() > 0 && o.grains:
+			err = cli.Usagef("-g/--grains does not accept any arguments")
+		case o.doc && fs.NArg() > 1:
+			err = cli.Usagef("You can only get documentation for one method at one time")
+		case fs.NArg() > 0:
 			o.fun, o.args = fs.Arg(0), fs.Args()[1:]
+		}
+		if err == nil && o.id != "" {
+			if e := protocol.ValidID(o.id); e != nil {
+				err = cli.Usagef("--id: %v", e)
+			}
 		}
 	}
 	if err == nil {
@@ -92,6 +120,27 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer log.Sync()
+	// SaltCall.run (salt/cli/call.py) sets these over the configuration.
+	if o.id != "" {
+		cfg.ID = o.id
+	}
+	if o.local {
+		cfg.FileClient = "local"
+	}
+	if o.master != "" {
+		cfg.Master = []string{o.master}
+	}
+	opts := cfg.Opts()
+	if o.fileRoot != "" {
+		root, err := filepath.Abs(o.fileRoot)
+		if err != nil {
+			return fmt.Errorf("--file-root: %w", err)
+		}
+		opts["file_roots"] = map[string]any{"base": []any{root}}
+	}
+	if o.doc {
+		return printDocs(o.fun, stdout)
+	}
 	args, kwargs := cli.ParseFunArgs(o.args)
 	oo := output.CLIOptions(o.out, o.outIndentSet, false)
 	switch o.fun {
@@ -107,8 +156,15 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		// The beacons live in the running agent: ask it.
 		return callAgent(ctx, cfg, o.fun, args, kwargs, stdout, oo, o.out, o.passthrough)
 	}
-	g := grains.NewFile(cfg.ID, cfg.Grains, cfg.GrainsFile(), log.Named("grains"))
-	ex := exec.New(exec.Options{ID: cfg.ID, Version: agent.Version, Grains: g, Log: log.Named("exec"), Opts: cfg.Opts()})
+	g := grains.NewSkipped()
+	if !o.skipGrains {
+		g = grains.NewFile(cfg.ID, cfg.Grains, cfg.GrainsFile(), log.Named("grains"))
+	}
+	if o.grains {
+		// Caller.print_grains (salt/cli/caller.py)
+		return output.Format(stdout, o.out, map[string]any{"local": g.Get()}, oo)
+	}
+	ex := exec.New(exec.Options{ID: cfg.ID, Version: agent.Version, Grains: g, Log: log.Named("exec"), Opts: opts})
 	jid := fmt.Sprintf("%020d", time.Now().UnixMicro())
 	res := ex.Run(ctx, exec.Request{JID: jid, Fun: o.fun, Args: args, Kwargs: kwargs})
 	if len(cfg.Return) > 0 && (o.local || cfg.FileClient == "local" || cfg.MasterType == "disable" || len(cfg.MasterAddrs()) == 0) {
@@ -131,6 +187,23 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	return exitFor(res.Success, res.Retcode, o.passthrough)
+}
+
+// printDocs prints the documentation of every function whose name starts
+// with prefix, sorted, as "name:", its text and a blank line
+// (Caller.print_docs in salt/cli/caller.py).
+func printDocs(prefix string, stdout io.Writer) error {
+	ex := exec.New(exec.Options{Grains: grains.NewSkipped()})
+	for _, name := range ex.Functions() {
+		doc, _ := ex.Doc(name)
+		if doc == "" || !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		if _, err := fmt.Fprintf(stdout, "%s:\n%s\n\n", name, doc); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // exitFor is salt-call's exit for a function's result (SaltCall in

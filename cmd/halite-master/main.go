@@ -2,20 +2,25 @@
 // relays over QUIC, publishes their jobs, keeps their returns and serves the
 // operator CLIs on its local socket.
 //
-//	halite-master [-c CONFIG_DIR] [-l LEVEL] [--log-file FILE] [--check-config]
+//	halite-master [-c CONFIG_DIR] [-l LEVEL] [--log-file FILE] [-d] [--pid-file FILE] [-u USER] [--check-config]
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
+	"github.com/halite-fleet/halite/agent/exec"
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/internal/cli"
+	"github.com/halite-fleet/halite/internal/daemon"
+	"github.com/halite-fleet/halite/internal/version"
 	"github.com/halite-fleet/halite/master"
 )
 
@@ -24,6 +29,9 @@ type options struct {
 	logLevel  string
 	logFile   string
 	check     bool
+	daemon    bool   // -d: run detached
+	pidFile   string // --pid-file
+	user      string // -u: run as this user
 }
 
 func main() { os.Exit(Main()) }
@@ -36,6 +44,9 @@ func Main() int {
 	fs.StringVarP(&o.configDir, "config-dir", "c", cli.DefaultConfigDir, "configuration directory (reads master and master.d/*.conf)")
 	fs.StringVarP(&o.logLevel, "log-level", "l", "", "console log level: garbage, trace, debug, info, warning, error, critical, quiet")
 	fs.StringVar(&o.logFile, "log-file", "", "log file (default: the log_file option)")
+	fs.BoolVarP(&o.daemon, "daemon", "d", false, "run in the background, detached; return once it is up")
+	fs.StringVar(&o.pidFile, "pid-file", "", "write the process id to this file (removed at exit)")
+	fs.StringVarP(&o.user, "user", "u", "", "run as this user (root only): its privileges are dropped after the log and pid files are opened")
 	vf := cli.AddVersionFlags(fs)
 	fs.BoolVar(&o.check, "check-config", false, "read and check the configuration, print its problems with file and line, and exit (0: usable, 2: errors); starts nothing")
 	err := cli.ParseFlags(fs, os.Args[1:])
@@ -44,6 +55,15 @@ func Main() int {
 	}
 	if err == nil && fs.NArg() > 0 {
 		err = cli.Usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if err == nil && o.daemon && !daemon.IsChild() {
+		// The child runs the rest; its start's errors come back here.
+		err = daemon.Detach(os.Stderr)
+		var de *daemon.ExitError
+		if errors.As(err, &de) {
+			err = &cli.ExitError{Code: de.Code}
+		}
+		return cli.Exit("halite-master", err, fs, os.Stderr)
 	}
 	if err == nil {
 		ctx, stop := cli.SignalContext()
@@ -67,13 +87,44 @@ func run(ctx context.Context, o options, hup <-chan os.Signal, stdout, stderr io
 		return err
 	}
 	defer log.Sync()
+	if o.pidFile != "" {
+		remove, err := daemon.WritePIDFile(o.pidFile)
+		if err != nil {
+			return err
+		}
+		defer remove()
+	}
+	if o.user != "" {
+		if err := daemon.SwitchUser(o.user); err != nil {
+			return err
+		}
+	}
 	m, err := master.New(cfg, log.Named("master"))
 	if err != nil {
 		return err
 	}
-	m.SetConfigDir(o.configDir) // the reactor reloads its rules from here on SIGHUP
+	// salt.cmd runs the agent's modules on the master: the one place the
+	// master binary links agent code (the master package does not).
+	m.SetLocalCall(exec.LocalCall(m.Name(), version.Version, log.Named("salt.cmd")))
+	// The reactor reloads its rules from here on SIGHUP, after a daemon
+	// went to /.
+	if abs, err := filepath.Abs(o.configDir); err == nil {
+		o.configDir = abs
+	}
+	m.SetConfigDir(o.configDir)
 	log.Info("starting", zap.String("version", master.Version), zap.String("config_dir", o.configDir))
 	// The reactor rereads its rules on SIGHUP itself (master/reactor.go).
 	defer cli.OnHangup(hup, log, logFile, nil)()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-m.Ready():
+			if err := daemon.Ready(); err != nil {
+				log.Error("daemon", zap.Error(err))
+			}
+		case <-ctx.Done():
+		}
+	}()
 	return m.Run(ctx)
 }

@@ -10,5 +10,8 @@ import (
 // "halite-master".
 func TestMain(m *testing.M) { clitest.Main(m, "halite-master", Main) }
 
-// TestScripts runs testdata/*.txtar (see package clitest).
-func TestScripts(t *testing.T) { clitest.Run(t) }
+// TestScripts runs testdata/*.txtar (see package clitest) with the
+// Daemons commands.
+func TestScripts(t *testing.T) {
+	clitest.RunWith(t, clitest.Daemons())
+}

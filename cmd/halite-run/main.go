@@ -12,6 +12,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
+	"sort"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -26,6 +29,8 @@ type options struct {
 	out          string
 	outIndent    int
 	outIndentSet *int // &outIndent when --out-indent was given
+	timeout      int  // -t: seconds a runner that sends a job waits (0: the master's timeout)
+	doc          bool // -d: print the runners' documentation
 	fun          string
 	args         []string
 }
@@ -40,15 +45,26 @@ func Main() int {
 	fs.StringVar(&o.out, "out", "nested", "output format: nested, json, yaml, txt, raw, pprint, newline_values_only, quiet")
 	fs.StringVar(&o.out, "output", "nested", "same as --out")
 	fs.IntVar(&o.outIndent, "out-indent", 0, "output_indent of the json, yaml and pprint outputters (negative: one line, flow style)")
+	fs.IntVarP(&o.timeout, "timeout", "t", 0, "seconds a runner that sends a job (manage.versions, jobs.active) waits for returns (default: the master's timeout option)")
+	fs.BoolVarP(&o.doc, "doc", "d", false, "print the documentation of the runners: halite-run -d [RUNNER|RUNNER.FUNCTION|GLOB]")
+	fs.BoolVar(&o.doc, "documentation", false, "same as --doc")
 	vf := cli.AddVersionFlags(fs)
 	err := cli.ParseFlags(fs, os.Args[1:])
 	if err == nil {
 		err = vf.Print("halite-run", os.Stdout)
 	}
 	if err == nil {
-		if fs.NArg() == 0 {
+		switch {
+		case o.timeout < 0:
+			err = cli.Usagef("-t/--timeout must not be negative, got %d", o.timeout)
+		case o.doc && fs.NArg() > 1:
+			// SaltRunOptionParser._mixin_after_parsed (salt/utils/parsers.py)
+			err = cli.Usagef("You can only get documentation for one method at one time")
+		case o.doc:
+			o.fun = fs.Arg(0)
+		case fs.NArg() == 0:
 			err = cli.Usagef("give a runner function, e.g. halite-run manage.status")
-		} else {
+		default:
 			o.fun, o.args = fs.Arg(0), fs.Args()[1:]
 		}
 	}
@@ -71,7 +87,10 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	req := &api.Request{Op: api.OpRunner, Fun: o.fun, User: os.Getenv("USER")}
+	if o.doc {
+		return printDocs(ctx, cfg.SocketPath(), o.fun, stdout)
+	}
+	req := &api.Request{Op: api.OpRunner, Fun: o.fun, User: os.Getenv("USER"), Timeout: float64(o.timeout)}
 	req.Arg, req.Kwarg = cli.ParseFunArgs(o.args)
 	if o.fun == "state.event" {
 		return streamEvents(ctx, cfg.SocketPath(), req, stdout)
@@ -88,6 +107,41 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	return runnerExit(res)
+}
+
+// printDocs prints the documentation of the runners that arg selects, as
+// Runner.print_docs and get_docs do (salt/runner.py,
+// salt/client/mixins.py): all of them when arg is empty; with a "*", those
+// it matches as a glob; else arg itself and the functions under "arg.".
+// Each is "name:" then its text, sorted by name.
+func printDocs(ctx context.Context, sock, arg string, stdout io.Writer) error {
+	res, err := api.Call(ctx, sock, &api.Request{Op: api.OpRunner, Fun: "doc.runner", User: os.Getenv("USER")})
+	if err != nil {
+		return err
+	}
+	docs, ok := res.(map[string]any)
+	if !ok {
+		return fmt.Errorf("doc.runner: the master returned %T, not a dictionary", res)
+	}
+	prefix := strings.TrimSuffix(arg, ".") + "."
+	names := make([]string, 0, len(docs))
+	for name := range docs {
+		switch {
+		case arg == "":
+		case strings.Contains(arg, "*"):
+			if ok, _ := path.Match(arg, name); !ok {
+				continue
+			}
+		case name != arg && !strings.HasPrefix(name, prefix):
+			continue
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(stdout, "%s:\n%v\n\n", name, docs[name])
+	}
+	return nil
 }
 
 // runnerExit is salt-run's exit for a runner's return (SaltRun.run in

@@ -5,6 +5,7 @@ package clitest
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -21,7 +22,8 @@ func Main(m *testing.M, name string, main func() int) {
 
 // Run runs testdata/*.txtar. Besides testscript's commands, a script may
 // say "status N COMMAND [ARG ...]": run COMMAND and require exit status N
-// (its stdout and stderr are then checked as after exec).
+// (its stdout and stderr are then checked as after exec). "[root]" is a
+// condition: the test runs as root.
 func Run(t *testing.T) { RunWith(t, nil) }
 
 // RunWith is Run with more script commands: Fixtures (a master to talk
@@ -31,7 +33,16 @@ func RunWith(t *testing.T, cmds map[string]func(ts *testscript.TestScript, neg b
 	for name, fn := range cmds {
 		all[name] = fn
 	}
-	testscript.Run(t, testscript.Params{Dir: "testdata", Cmds: all})
+	testscript.Run(t, testscript.Params{Dir: "testdata", Cmds: all, Condition: condition})
+}
+
+// condition adds "[root]" to testscript's conditions: the test runs as
+// root (for -u/--user).
+func condition(cond string) (bool, error) {
+	if cond == "root" {
+		return os.Geteuid() == 0, nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
 }
 
 func status(ts *testscript.TestScript, neg bool, args []string) {

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/halite-fleet/halite/agent"
+	"github.com/halite-fleet/halite/agent/exec"
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/master"
 )
@@ -79,6 +80,7 @@ func runMaster(ts *testscript.TestScript, neg bool, args []string) {
 	if err != nil {
 		ts.Fatalf("master: %v", err)
 	}
+	m.SetLocalCall(exec.LocalCall(m.Name(), "test", zap.NewNop()))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
