@@ -58,6 +58,8 @@ type Master struct {
 	reactor masterReactor    // see reactor.go
 	engines *engines.Manager // see engines.go
 
+	metrics *masterMetrics // counted for metrics_port (metrics.go)
+
 	mine     *mineStore // the agents' mine data (mine.go); see mineStore()
 	mineOnce sync.Once
 
@@ -75,6 +77,7 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 		cfg:     cfg,
 		log:     log,
 		bus:     event.NewBus(log.Named("bus")),
+		metrics: newMasterMetrics(),
 		ready:   make(chan struct{}),
 		closing: make(chan struct{}),
 	}
