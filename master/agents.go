@@ -681,6 +681,7 @@ func (m *Master) announceReturn(b *protocol.ReturnBody, agentRets []string, isNe
 	}
 	m.returned(b, agentRets)
 	m.metrics.returned(b.JID, time.Now())
+	m.sawReturn(b)
 	data := b.Map()
 	if b.Stamp == "" {
 		data["_stamp"] = event.Stamp(time.Now())

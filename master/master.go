@@ -58,7 +58,8 @@ type Master struct {
 	reactor masterReactor    // see reactor.go
 	engines *engines.Manager // see engines.go
 
-	metrics *masterMetrics // counted for metrics_port (metrics.go)
+	metrics   *masterMetrics // counted for metrics_port (metrics.go)
+	functions seenFunctions  // function names seen, for completion (functions.go)
 
 	mine     *mineStore // the agents' mine data (mine.go); see mineStore()
 	mineOnce sync.Once

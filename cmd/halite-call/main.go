@@ -23,6 +23,7 @@ import (
 	"github.com/halite-fleet/halite/agent/grains"
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/internal/cli"
+	"github.com/halite-fleet/halite/internal/complete"
 	"github.com/halite-fleet/halite/internal/output"
 )
 
@@ -40,6 +41,20 @@ type options struct {
 	args         []string
 }
 
+// completion completes halite-call's command line: the function from the
+// functions this build of the agent has (halite-call runs them itself with
+// --local, and its agent has the same).
+func completion(fs *pflag.FlagSet) complete.Spec {
+	return complete.Spec{Prog: "halite-call", Flags: fs, DirFlags: []string{"config-dir"},
+		Values: func(flag string, _ []string) []string { return complete.Common(flag) },
+		Args: func(pos int, _ []string) []string {
+			if pos == 0 {
+				return exec.New(exec.Options{}).Functions()
+			}
+			return nil
+		}}
+}
+
 func main() { os.Exit(Main()) }
 
 // Main runs the command with os.Args and returns its exit status.
@@ -54,6 +69,10 @@ func Main() int {
 	fs.IntVar(&o.outIndent, "out-indent", 0, "output_indent of the json, yaml and pprint outputters (negative: one line, flow style)")
 	fs.StringVarP(&o.logLevel, "log-level", "l", "warning", "console log level")
 	vf := cli.AddVersionFlags(fs)
+	complete.AddFlag(fs)
+	if done, code := completion(fs).Handle(os.Args[1:], os.Stdout, os.Stderr); done {
+		return code
+	}
 	err := cli.ParseFlags(fs, os.Args[1:])
 	if err == nil {
 		err = vf.Print("halite-call", os.Stdout)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/internal/cli"
+	"github.com/halite-fleet/halite/internal/complete"
+	"github.com/halite-fleet/halite/internal/complete/fleet"
 	"github.com/halite-fleet/halite/internal/output"
 	"github.com/halite-fleet/halite/master/api"
 )
@@ -30,6 +32,20 @@ type options struct {
 	args         []string
 }
 
+// completion completes halite-run's command line: the runner from the
+// master's runners.
+func completion(fs *pflag.FlagSet) complete.Spec {
+	s := complete.Spec{Prog: "halite-run", Flags: fs, Values: func(flag string, _ []string) []string { return complete.Common(flag) },
+		DirFlags: []string{"config-dir"}}
+	s.Args = func(pos int, words []string) []string {
+		if pos == 0 {
+			return fleet.Runners(s.FlagValue(words, "config-dir", cli.DefaultConfigDir))
+		}
+		return nil
+	}
+	return s
+}
+
 func main() { os.Exit(Main()) }
 
 // Main runs the command with os.Args and returns its exit status.
@@ -41,6 +57,10 @@ func Main() int {
 	fs.StringVar(&o.out, "output", "nested", "same as --out")
 	fs.IntVar(&o.outIndent, "out-indent", 0, "output_indent of the json, yaml and pprint outputters (negative: one line, flow style)")
 	vf := cli.AddVersionFlags(fs)
+	complete.AddFlag(fs)
+	if done, code := completion(fs).Handle(os.Args[1:], os.Stdout, os.Stderr); done {
+		return code
+	}
 	err := cli.ParseFlags(fs, os.Args[1:])
 	if err == nil {
 		err = vf.Print("halite-run", os.Stdout)
