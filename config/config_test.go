@@ -160,6 +160,8 @@ func TestMasterOptions(t *testing.T) {
 			m.EventReturnQueue, m.EventReturnQueueMaxSeconds, m.ReturnerQueueMax = 10, 3, 0
 			m.EventReturnWhitelist, m.EventReturnBlacklist, m.ExtJobCache = []string{"salt/*"}, []string{"a", "b"}, []string{"x", "y"}
 		}},
+		{"metrics", "metrics_port: 9100\nmetrics_interface: '::1'\n", func(m *Master) { m.MetricsPort, m.MetricsInterface = 9100, "::1" }},
+		{"metrics off", "metrics_port: 0\n", func(m *Master) {}},
 		{"relay_allow string", "relay_allow: 'relay-*'\n", func(m *Master) { m.RelayAllow = []string{"relay-*"} }},
 		{"relay_allow list", "relay_allow:\n  - r1\n  - 'gw[0-9]'\n", func(m *Master) { m.RelayAllow = []string{"r1", "gw[0-9]"} }},
 	}
@@ -407,6 +409,10 @@ func TestErrors(t *testing.T) {
 			`D/master:1: new_keys_per_address: expected an integer, got "lots"`},
 		{"port range", map[string]string{"master": "port: 70000\n"}, false,
 			`D/master:1: port: expected a port number from 1 to 65535, got 70000`},
+		{"metrics_port range", map[string]string{"master": "metrics_port: 65536\n"}, false,
+			`D/master:1: metrics_port: expected an integer from 0 to 65535, got 65536`},
+		{"metrics_interface empty", map[string]string{"master": "metrics_port: 9100\nmetrics_interface: ''\n"}, false,
+			`D/master:2: metrics_interface: expected an address, got an empty one (0.0.0.0 or :: binds every interface)`},
 		{"bool", map[string]string{"master": "# c\nauto_accept: maybe\n"}, false,
 			`D/master:2: auto_accept: expected a boolean (true/false, yes/no, on/off), got "maybe"`},
 		{"bool number", map[string]string{"master": "auto_accept: 1\n"}, false,

@@ -59,6 +59,13 @@ type Master struct {
 	// LoopInterval (seconds, Salt's loop_interval) is how often the
 	// master checks presence and fires the presence events.
 	LoopInterval int `yaml:"loop_interval"`
+	// MetricsPort (Halite's metrics_port) is the TCP port of the
+	// master's Prometheus endpoint (/metrics); 0, the default, serves
+	// none. MetricsInterface is the address it binds: 127.0.0.1 by
+	// default, not interface, since the page tells the fleet's size and
+	// names relays and returners to whoever can reach it.
+	MetricsPort      int    `yaml:"metrics_port"`
+	MetricsInterface string `yaml:"metrics_interface"`
 
 	LogLevel        string `yaml:"log_level"`
 	LogFile         string `yaml:"log_file"`
@@ -142,6 +149,7 @@ func DefaultMaster() *Master {
 		NewKeysPerAddress:      60,
 		MaxFrame:               protocol.DefaultMaxFrame,
 		LoopInterval:           1,
+		MetricsInterface:       "127.0.0.1",
 		LogLevel:               "warning",
 		LogFile:                "/var/log/halite/master",
 		ReactorWorkerThreads:   10,
@@ -196,6 +204,8 @@ func masterOptions() map[string]*option[Master] {
 		optRange("jid_node", 0, 999, func(m *M) *int { return &m.JIDNode }, "number (0 to 999) ending every job id, for multimaster; -1: derived from host, interface, port and cachedir"),
 		optRange("max_frame", 1<<10, MaxFrameLimit, func(m *M) *int { return &m.MaxFrame }, "largest frame in bytes the master reads from an agent or relay"),
 		optRange("loop_interval", 1, 86400, func(m *M) *int { return &m.LoopInterval }, "seconds between presence checks (Salt's default is 60)"),
+		optRange("metrics_port", 0, 65535, func(m *M) *int { return &m.MetricsPort }, "TCP port of the Prometheus endpoint (http://metrics_interface:metrics_port/metrics); 0: off"),
+		optFunc("metrics_interface", "string", setMetricsInterface, func(m *M) any { return m.MetricsInterface }, "address the Prometheus endpoint binds (0.0.0.0 or :: for all); not interface, so that the page is not public unless asked"),
 		optLevel("log_level", func(m *M) *string { return &m.LogLevel }, "console log level"),
 		optStr("log_file", func(m *M) *string { return &m.LogFile }, "log file (a path; URIs are refused when the logger opens it)"),
 		optLevel("log_level_logfile", func(m *M) *string { return &m.LogLevelLogfile }, "log file level; unset: log_level"),
@@ -223,11 +233,24 @@ func masterOptions() map[string]*option[Master] {
 		optFunc("relay_allow", "string or list of strings", setRelayAllow, func(m *M) any { return m.RelayAllow }, "agent ids or globs that may open a relay link; none by default"),
 		optFunc("publish_port", "port", func(_ *M, v value) error { var p int; return v.port(&p) }, nil, "Halite publishes over its one UDP port (port)").with("4505").as(Ignored),
 	},
-		elsewhere[M]("metrics", "metrics_port"),
 		elsewhere[M]("cli", "output color"),
 		[]option[M]{refusedTrue[M]("fips_mode", "Halite's TLS 1.3 (QUIC) is not a FIPS module")},
 		ignored[M](saltCommonOptions+saltMasterOptions, ""),
 	)
+}
+
+// setMetricsInterface refuses an empty address, which would bind every
+// interface without saying so.
+func setMetricsInterface(m *Master, v value) error {
+	var s string
+	if err := v.str(&s); err != nil {
+		return err
+	}
+	if s == "" {
+		return fmt.Errorf("expected an address, got an empty one (0.0.0.0 or :: binds every interface)")
+	}
+	m.MetricsInterface = s
+	return nil
 }
 
 func setRelayAllow(m *Master, v value) error {

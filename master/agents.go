@@ -618,6 +618,7 @@ func (m *Master) agentEvent(s *session, b *protocol.EventBody) {
 	if m.mineEvent(s.id, b.Tag, b.Data) {
 		return
 	}
+	m.relayHeartbeat(s.id, b.Tag, b.Data)
 	data := b.Data
 	if data == nil {
 		data = map[string]any{}
@@ -679,6 +680,8 @@ func (m *Master) announceReturn(b *protocol.ReturnBody, agentRets []string, isNe
 		return nil
 	}
 	m.returned(b, agentRets)
+	m.metrics.returned(b.JID, time.Now())
+	m.sawReturn(b)
 	data := b.Map()
 	if b.Stamp == "" {
 		data["_stamp"] = event.Stamp(time.Now())

@@ -122,6 +122,8 @@ func (m *Master) serveRequest(ctx context.Context, c net.Conn) {
 		m.serveCall(rctx, a, req, "wheel", m.runWheel)
 	case api.OpEvents:
 		m.serveEvents(rctx, a, req)
+	case api.OpComplete:
+		m.serveComplete(a, req)
 	default:
 		a.fail(badRequest("unknown operation %q", req.Op))
 	}

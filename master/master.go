@@ -58,6 +58,9 @@ type Master struct {
 	reactor masterReactor    // see reactor.go
 	engines *engines.Manager // see engines.go
 
+	metrics   *masterMetrics // counted for metrics_port (metrics.go)
+	functions seenFunctions  // function names seen, for completion (functions.go)
+
 	mine      *mineStore // the agents' mine data (mine.go); see mineStore()
 	localCall LocalCall  // salt.cmd's functions (runners_salt.go)
 	mineOnce  sync.Once
@@ -76,6 +79,7 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 		cfg:     cfg,
 		log:     log,
 		bus:     event.NewBus(log.Named("bus")),
+		metrics: newMasterMetrics(),
 		ready:   make(chan struct{}),
 		closing: make(chan struct{}),
 	}

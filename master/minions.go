@@ -186,6 +186,21 @@ func (r *registry) connected() []string {
 	return ids
 }
 
+// countSessions returns how many minions are connected directly and how
+// many behind a relay.
+func (r *registry) countSessions() (direct, relayed int) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, s := range r.sessions {
+		if s.relay != nil {
+			relayed++
+		} else {
+			direct++
+		}
+	}
+	return direct, relayed
+}
+
 // presenceChanges returns and resets the minions that joined and left since
 // the last call.
 func (r *registry) presenceChanges() (joined, left []string) {

@@ -98,6 +98,7 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 	if m.rets != nil {
 		m.rets.jobPublished(load)
 	}
+	m.metrics.jobPublished(jid, now)
 	arg := req.Arg
 	if arg == nil {
 		arg = []any{}

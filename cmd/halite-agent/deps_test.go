@@ -31,6 +31,8 @@ var forbidden = map[string]string{
 	"github.com/halite-fleet/halite/engines/forward":    "event_forward's NATS and MQTT clients belong to the master",
 	"github.com/nats-io":                                "NATS belongs to the master's returners and engines",
 	"github.com/eclipse/paho.mqtt.golang":               "MQTT belongs to the master's returners and engines",
+	"github.com/prometheus":                             "the master's /metrics endpoint (client_golang, protobuf); the agent's metrics engine uses VictoriaMetrics' small client",
+	"google.golang.org/protobuf":                        "brought by client_golang, the master's metrics",
 }
 
 func goCmd(t *testing.T, args ...string) *exec.Cmd {

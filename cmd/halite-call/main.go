@@ -26,6 +26,7 @@ import (
 	"github.com/halite-fleet/halite/agent/grains"
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/internal/cli"
+	"github.com/halite-fleet/halite/internal/complete"
 	"github.com/halite-fleet/halite/internal/output"
 	"github.com/halite-fleet/halite/protocol"
 )
@@ -50,6 +51,20 @@ type options struct {
 	args         []string
 }
 
+// completion completes halite-call's command line: the function from the
+// functions this build of the agent has (halite-call runs them itself with
+// --local, and its agent has the same).
+func completion(fs *pflag.FlagSet) complete.Spec {
+	return complete.Spec{Prog: "halite-call", Flags: fs, DirFlags: []string{"config-dir"},
+		Values: func(flag string, _ []string) []string { return complete.Common(flag) },
+		Args: func(pos int, _ []string) []string {
+			if pos == 0 {
+				return exec.New(exec.Options{}).Functions()
+			}
+			return nil
+		}}
+}
+
 func main() { os.Exit(Main()) }
 
 // Main runs the command with os.Args and returns its exit status.
@@ -71,6 +86,10 @@ func Main() int {
 	fs.StringVar(&o.fileRoot, "file-root", "", "use this directory as the base file root (file_roots)")
 	fs.BoolVar(&o.skipGrains, "skip-grains", false, "do not load grains")
 	vf := cli.AddVersionFlags(fs)
+	complete.AddFlag(fs)
+	if done, code := completion(fs).Handle(os.Args[1:], os.Stdout, os.Stderr); done {
+		return code
+	}
 	err := cli.ParseFlags(fs, os.Args[1:])
 	if err == nil {
 		err = vf.Print("halite-call", os.Stdout)

@@ -24,6 +24,8 @@ import (
 
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/internal/cli"
+	"github.com/halite-fleet/halite/internal/complete"
+	"github.com/halite-fleet/halite/internal/complete/fleet"
 	"github.com/halite-fleet/halite/internal/output"
 	"github.com/halite-fleet/halite/master/api"
 	"github.com/halite-fleet/halite/master/keys"
@@ -41,6 +43,27 @@ type options struct {
 	inclDen    bool
 	quiet      bool
 	genKeysDir string
+}
+
+// completion completes halite-key's flags and the ids their values name,
+// from the key store through the master.
+func completion(fs *pflag.FlagSet) complete.Spec {
+	s := complete.Spec{Prog: "halite-key", Flags: fs, DirFlags: []string{"config-dir", "gen-keys-dir"}}
+	s.Values = func(flag string, words []string) []string {
+		dir := s.FlagValue(words, "config-dir", cli.DefaultConfigDir)
+		switch flag {
+		case "accept":
+			return fleet.Keys(dir, "minions_pre", "minions_rejected", "minions_denied")
+		case "reject":
+			return fleet.Keys(dir, "minions_pre", "minions", "minions_denied")
+		case "delete", "finger", "print":
+			return fleet.Keys(dir)
+		case "list":
+			return []string{"accepted", "unaccepted", "pre", "rejected", "denied", "all"}
+		}
+		return complete.Common(flag)
+	}
+	return s
 }
 
 func main() { os.Exit(Main()) }
@@ -72,6 +95,10 @@ func Main() int {
 	fs.BoolVar(&o.inclDen, "include-denied", false, "accept or reject: also act on denied keys")
 	includeAll := fs.Bool("include-all", false, "accept or reject keys in every state")
 	vf := cli.AddVersionFlags(fs)
+	complete.AddFlag(fs)
+	if done, code := completion(fs).Handle(os.Args[1:], os.Stdout, os.Stderr); done {
+		return code
+	}
 	err := cli.ParseFlags(fs, os.Args[1:])
 	if err == nil {
 		err = vf.Print("halite-key", os.Stdout)

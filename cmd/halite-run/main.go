@@ -20,6 +20,8 @@ import (
 
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/internal/cli"
+	"github.com/halite-fleet/halite/internal/complete"
+	"github.com/halite-fleet/halite/internal/complete/fleet"
 	"github.com/halite-fleet/halite/internal/output"
 	"github.com/halite-fleet/halite/master/api"
 )
@@ -33,6 +35,20 @@ type options struct {
 	doc          bool // -d: print the runners' documentation
 	fun          string
 	args         []string
+}
+
+// completion completes halite-run's command line: the runner from the
+// master's runners.
+func completion(fs *pflag.FlagSet) complete.Spec {
+	s := complete.Spec{Prog: "halite-run", Flags: fs, Values: func(flag string, _ []string) []string { return complete.Common(flag) },
+		DirFlags: []string{"config-dir"}}
+	s.Args = func(pos int, words []string) []string {
+		if pos == 0 {
+			return fleet.Runners(s.FlagValue(words, "config-dir", cli.DefaultConfigDir))
+		}
+		return nil
+	}
+	return s
 }
 
 func main() { os.Exit(Main()) }
@@ -49,6 +65,10 @@ func Main() int {
 	fs.BoolVarP(&o.doc, "doc", "d", false, "print the documentation of the runners: halite-run -d [RUNNER|RUNNER.FUNCTION|GLOB]")
 	fs.BoolVar(&o.doc, "documentation", false, "same as --doc")
 	vf := cli.AddVersionFlags(fs)
+	complete.AddFlag(fs)
+	if done, code := completion(fs).Handle(os.Args[1:], os.Stdout, os.Stderr); done {
+		return code
+	}
 	err := cli.ParseFlags(fs, os.Args[1:])
 	if err == nil {
 		err = vf.Print("halite-run", os.Stdout)

@@ -23,6 +23,8 @@ import (
 
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/internal/cli"
+	"github.com/halite-fleet/halite/internal/complete"
+	"github.com/halite-fleet/halite/internal/complete/fleet"
 	"github.com/halite-fleet/halite/internal/output"
 	"github.com/halite-fleet/halite/internal/yamlbound"
 	"github.com/halite-fleet/halite/master/api"
@@ -115,6 +117,10 @@ func Main() int {
 	fs.BoolVar(&o.outAppend, "out-file-append", false, "append to --out-file instead of emptying it first")
 	fs.BoolVar(&o.outAppend, "output-file-append", false, "same as --out-file-append")
 	vf := cli.AddVersionFlags(fs)
+	complete.AddFlag(fs)
+	if done, code := completion(fs).Handle(os.Args[1:], os.Stdout, os.Stderr); done {
+		return code
+	}
 	err := cli.ParseFlags(fs, os.Args[1:])
 	if err == nil {
 		err = vf.Print("halite", os.Stdout)
@@ -147,6 +153,25 @@ func Main() int {
 		stop()
 	}
 	return cli.Exit("halite", err, fs, os.Stderr)
+}
+
+// completion completes halite's command line: the target from the
+// accepted keys, the function from the names the master has seen from its
+// agents.
+func completion(fs *pflag.FlagSet) complete.Spec {
+	s := complete.Spec{Prog: "halite", Flags: fs, Values: func(flag string, _ []string) []string { return complete.Common(flag) },
+		DirFlags: []string{"config-dir"}}
+	s.Args = func(pos int, words []string) []string {
+		dir := s.FlagValue(words, "config-dir", cli.DefaultConfigDir)
+		switch pos {
+		case 0:
+			return fleet.Keys(dir, "minions")
+		case 1:
+			return fleet.Functions(dir)
+		}
+		return nil
+	}
+	return s
 }
 
 func (o *options) positional(args []string) error {

@@ -16,6 +16,9 @@ const (
 	OpRunner  = "runner"  // run a master runner: halite-run
 	OpWheel   = "wheel"   // run a wheel function: halite-key
 	OpEvents  = "events"  // stream live events: state.event
+	// OpComplete answers the CLIs' shell completion: Fun "functions",
+	// "runners" or "keys"; it fires no event.
+	OpComplete = "complete"
 )
 
 // Request is what a CLI asks of the master.
