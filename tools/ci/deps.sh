@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs and is not in Go modules: qemu-arm (for
-# the linux/arm v7 agent end-to-end test) and bc (the Makefile's size report).
+# the linux/arm v7 agent end-to-end test), bc (the Makefile's size report),
+# zsh, fish, busybox and logrotate.
 # Idempotent; quiet when everything is there.
 set -euo pipefail
 need=()
 command -v qemu-arm-static >/dev/null 2>&1 || command -v qemu-arm >/dev/null 2>&1 || need+=(qemu-user-static)
 command -v bc >/dev/null 2>&1 || need+=(bc)
+# The shells the completion scripts are checked with, BusyBox (the init
+# script runs under its ash, as on cameras) and logrotate (the snippet).
+command -v zsh >/dev/null 2>&1 || need+=(zsh)
+command -v fish >/dev/null 2>&1 || need+=(fish)
+command -v busybox >/dev/null 2>&1 || need+=(busybox)
+command -v logrotate >/dev/null 2>&1 || need+=(logrotate)
 if ((${#need[@]})); then
   echo "installing: ${need[*]}" >&2
   SUDO=""
