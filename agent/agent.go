@@ -198,8 +198,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	return err
 }
 
-// errNotAccepted is a session's end when the master has not accepted our key.
-type errNotAccepted struct{ status string }
+// errNotAccepted is a session's end when the master has not accepted our
+// key. held says the master held the connection while the key was pending
+// (awaitDecision), rest how much of the wait was not spent: the next try
+// waits only that.
+type errNotAccepted struct {
+	status string
+	held   bool
+	rest   time.Duration
+}
 
 func (e *errNotAccepted) Error() string { return "key " + e.status + " by the master" }
 

@@ -55,6 +55,7 @@ type Master struct {
 	minions *registry
 	relays  relays           // connected relays' links (relays.go)
 	hellos  chan struct{}    // helloSlots (agents.go)
+	keyWait *keyWaiters      // pending agents held (keywait.go)
 	reactor masterReactor    // see reactor.go
 	engines *engines.Manager // see engines.go
 
@@ -80,6 +81,7 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 	}
 	m.relays.sem = make(chan struct{}, relayAdmit)
 	m.hellos = make(chan struct{}, helloSlots)
+	m.keyWait = newKeyWaiters(maxHeldPending)
 	m.jids.UTC = cfg.UTCJID
 	m.jids.Node, m.jids.HasNode = jidNode(cfg), true
 	id, created, err := protocol.LoadOrCreateIdentity(cfg.PkiDir, "master")
@@ -101,6 +103,7 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 		AutorejectFile: cfg.AutorejectFile,
 		MaxPending:     cfg.MaxPendingKeys,
 		Log:            log.Named("keys"),
+		OnChange:       m.keyWait.changed,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open key store: %w", err)
