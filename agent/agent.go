@@ -17,11 +17,11 @@ import (
 	"github.com/halite-fleet/halite/agent/beacons"
 	"github.com/halite-fleet/halite/agent/exec"
 	"github.com/halite-fleet/halite/agent/grains"
-	"github.com/halite-fleet/halite/agent/schedule"
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/event"
 	"github.com/halite-fleet/halite/internal/version"
 	"github.com/halite-fleet/halite/protocol"
+	"github.com/halite-fleet/halite/schedule"
 )
 
 // Version is the agent's version (internal/version: the Makefile stamps it).

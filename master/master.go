@@ -24,6 +24,7 @@ import (
 	"github.com/halite-fleet/halite/master/jobcache"
 	"github.com/halite-fleet/halite/master/keys"
 	"github.com/halite-fleet/halite/protocol"
+	"github.com/halite-fleet/halite/schedule"
 )
 
 // Version is the master's version, sent to agents and shown by test.version.
@@ -53,11 +54,12 @@ type Master struct {
 	jids           event.JIDGen
 
 	minions *registry
-	relays  relays           // connected relays' links (relays.go)
-	hellos  chan struct{}    // helloSlots (agents.go)
-	keyWait *keyWaiters      // pending agents held (keywait.go)
-	reactor masterReactor    // see reactor.go
-	engines *engines.Manager // see engines.go
+	relays  relays              // connected relays' links (relays.go)
+	hellos  chan struct{}       // helloSlots (agents.go)
+	keyWait *keyWaiters         // pending agents held (keywait.go)
+	reactor masterReactor       // see reactor.go
+	engines *engines.Manager    // see engines.go
+	sched   *schedule.Scheduler // the master's schedule (schedule.go)
 
 	mine     *mineStore // the agents' mine data (mine.go); see mineStore()
 	mineOnce sync.Once
@@ -127,6 +129,10 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 		return nil, err
 	}
 	if m.engines, err = newEngines(m); err != nil {
+		m.cache.Close()
+		return nil, err
+	}
+	if m.sched, err = m.newSchedule(); err != nil {
 		m.cache.Close()
 		return nil, err
 	}
