@@ -1,6 +1,5 @@
 // Package schedule runs Salt's scheduler: the schedule: option of the agent
-// and of the master
-// (Salt's minion schedule, salt/utils/schedule.py), jobs that call an
+// (Salt's minion schedule, salt/utils/schedule.py), and of the master, jobs that call an
 // execution function every interval or on a cron expression, with Salt's
 // splay, range, maxrunning, run_on_start and enabled.
 //
