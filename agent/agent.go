@@ -17,11 +17,11 @@ import (
 	"github.com/halite-fleet/halite/agent/beacons"
 	"github.com/halite-fleet/halite/agent/exec"
 	"github.com/halite-fleet/halite/agent/grains"
-	"github.com/halite-fleet/halite/agent/schedule"
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/event"
 	"github.com/halite-fleet/halite/internal/version"
 	"github.com/halite-fleet/halite/protocol"
+	"github.com/halite-fleet/halite/schedule"
 )
 
 // Version is the agent's version (internal/version: the Makefile stamps it).
@@ -198,8 +198,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	return err
 }
 
-// errNotAccepted is a session's end when the master has not accepted our key.
-type errNotAccepted struct{ status string }
+// errNotAccepted is a session's end when the master has not accepted our
+// key. held says the master held the connection while the key was pending
+// (awaitDecision), rest how much of the wait was not spent: the next try
+// waits only that.
+type errNotAccepted struct {
+	status string
+	held   bool
+	rest   time.Duration
+}
 
 func (e *errNotAccepted) Error() string { return "key " + e.status + " by the master" }
 

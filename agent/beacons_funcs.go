@@ -214,12 +214,3 @@ CLI Example:
 		return result(true, "Beacons saved to "+file+"."), nil
 	})
 }
-
-// ReloadBeacons makes the running beacons those of cfg, the beacons:
-// option reread from the configuration (on SIGHUP).
-func (a *Agent) ReloadBeacons(cfg any) error {
-	if err := a.beacons.Replace(cfg); err != nil {
-		return fmt.Errorf("reload beacons: %w", err)
-	}
-	return nil
-}

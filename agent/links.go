@@ -231,6 +231,10 @@ func (p *retryPolicy) wait(err error, established bool) time.Duration {
 			p.acceptWait += time.Duration(p.cfg.AcceptanceWaitTime) * time.Second
 			p.acceptWait = min(p.acceptWait, max)
 		}
+		if na.held {
+			// The wait was spent on the connection: only its rest is left.
+			return na.rest
+		}
 		return jitter(w)
 	case errors.As(err, &de) && p.cfg.RetryDNS > 0:
 		return time.Duration(p.cfg.RetryDNS) * time.Second
@@ -303,7 +307,7 @@ func linkUp(l *link) { l.fails, l.lastWarn, l.warned = 0, time.Time{}, "" }
 func (a *Agent) keepLink(ctx context.Context, l *link) error {
 	p := newRetryPolicy(a.cfg)
 	for {
-		c, err := a.dial(ctx, l)
+		c, err := a.dial(ctx, l, p.acceptWait)
 		established := err == nil
 		if established {
 			linkUp(l)
@@ -341,7 +345,9 @@ func (a *Agent) failoverLoop(ctx context.Context) error {
 			// the dead one.
 			for try := 0; ; try++ {
 				var err error
-				c, err = a.dial(ctx, a.links[idx])
+				// No wait on a master that holds the key pending:
+				// the next master of the list is tried at once.
+				c, err = a.dial(ctx, a.links[idx], 0)
 				if ctx.Err() != nil {
 					return nil
 				}
@@ -414,7 +420,7 @@ func (a *Agent) failbackWatch(ctx context.Context) *masterConn {
 		if !sleep(ctx, every) {
 			return nil
 		}
-		c, err := a.dial(ctx, a.links[0])
+		c, err := a.dial(ctx, a.links[0], 0)
 		if err == nil {
 			return c
 		}

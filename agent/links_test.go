@@ -147,7 +147,7 @@ func TestHotMastersKeyMismatch(t *testing.T) {
 	// The first contact pins one key; the other master is then refused.
 	var errs []error
 	for _, l := range a.links {
-		c, err := a.dial(ctx, l)
+		c, err := a.dial(ctx, l, 0)
 		if err == nil {
 			c.conn.CloseWithError(0, "")
 		}

@@ -11,11 +11,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/halite-fleet/halite/agent/exec"
-	"github.com/halite-fleet/halite/agent/schedule"
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/event"
 	"github.com/halite-fleet/halite/protocol"
 	"github.com/halite-fleet/halite/returners"
+	"github.com/halite-fleet/halite/schedule"
 )
 
 // The schedule on the agent: the schedule: option runs in a

@@ -46,8 +46,11 @@ func (a *Agent) quicConfig() *quic.Config {
 }
 
 // dial connects to the master of l and runs the handshake up to the
-// master's acceptance of this agent's key.
-func (a *Agent) dial(ctx context.Context, l *link) (*masterConn, error) {
+// master's acceptance of this agent's key. hold, if not 0, is how long to
+// wait on the connection for the master to decide a pending key (a master
+// of capability protocol.CapKeyNotify sends a second KeyStatus then); the
+// errNotAccepted of a held wait says how much of it is left.
+func (a *Agent) dial(ctx context.Context, l *link, hold time.Duration) (*masterConn, error) {
 	addr, err := resolve(ctx, l.addr)
 	if err != nil {
 		return nil, err
@@ -102,6 +105,14 @@ func (a *Agent) dial(ctx context.Context, l *link) (*masterConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read key status from %s: %w", l.addr, err)
 	}
+	if st, isStatus := msg.(*protocol.KeyStatus); isStatus && st.Status == protocol.KeyPending && hold > 0 && st.Caps >= protocol.CapKeyNotify {
+		if err := a.pinAfterStatus(conn, st); err != nil {
+			return nil, err
+		}
+		if msg, err = a.awaitDecision(ctx, conn, stream, f, l, hold); err != nil {
+			return nil, err
+		}
+	}
 	c := &masterConn{l: l, conn: conn, f: f}
 	switch msg := msg.(type) {
 	case *protocol.KeyStatus:
@@ -134,6 +145,26 @@ func (a *Agent) dial(ctx context.Context, l *link) (*masterConn, error) {
 	}
 	ok = true
 	return c, nil
+}
+
+// awaitDecision waits on the connection, up to hold, for the master's
+// second KeyStatus after a pending one: the master sends it as soon as the
+// key is accepted or rejected. A wait that ends without one is an
+// errNotAccepted whose rest is the part of hold not spent (the master let
+// go early: its hold is shorter, or full, or the key was deleted).
+func (a *Agent) awaitDecision(ctx context.Context, conn *quic.Conn, stream *quic.Stream, f *protocol.Framer, l *link, hold time.Duration) (protocol.Message, error) {
+	until := time.Now().Add(hold)
+	a.log.Info("key pending; waiting on the connection for the master to decide", zap.String("master", l.addr),
+		zap.Duration("for", hold), zap.String("finger", a.Fingerprint()))
+	stop := context.AfterFunc(ctx, func() { conn.CloseWithError(0, "") })
+	defer stop()
+	stream.SetReadDeadline(until)
+	msg, err := f.Read()
+	stream.SetReadDeadline(time.Time{})
+	if err != nil {
+		return nil, &errNotAccepted{status: protocol.KeyPending, held: true, rest: max(time.Until(until), 0)}
+	}
+	return msg, nil
 }
 
 // errNotAlive ends a session whose master sent no packet for

@@ -111,6 +111,11 @@ type Master struct {
 	EventReturnWhitelist []string `yaml:"event_return_whitelist"`
 	EventReturnBlacklist []string `yaml:"event_return_blacklist"`
 	Engines              []any    `yaml:"engines"`
+	// Schedule is the master's schedule: option (Salt's master schedule:
+	// runner functions run on an interval or cron); ScheduleAt says where
+	// each job was set ("file:line").
+	Schedule   map[string]any    `yaml:"schedule"`
+	ScheduleAt map[string]string `yaml:"-"`
 	// RelayAllow (Halite's relay_allow) lists the agents that may open a
 	// relay link, by id or glob (Salt's fnmatch); an accepted agent not
 	// listed is refused as a relay. Empty, the default: none may.
@@ -229,6 +234,7 @@ func masterOptions() map[string]*option[Master] {
 		optList("event_return_whitelist", false, func(m *M) *[]string { return &m.EventReturnWhitelist }, "tag globs of the events sent to event returners"),
 		optList("event_return_blacklist", false, func(m *M) *[]string { return &m.EventReturnBlacklist }, "tag globs of the events kept from event returners"),
 		optAnyList("engines", func(m *M) *[]any { return &m.Engines }, "engines to run: list of {name: options}"),
+		optFunc("schedule", "schedule: mapping of jobs", func(m *M, v value) error { return v.schedule(&m.Schedule, &m.ScheduleAt) }, func(m *M) any { return m.Schedule }, "Salt's master schedule: runner functions the master runs on an interval or cron"),
 		optMap("mine_get", func(m *M) *map[string]any { return &m.MineGet }, "mine ACL as Salt's: agent id regex -> list of function regexes an agent may read with mine.get; unset: all"),
 		optFunc("relay_allow", "string or list of strings", setRelayAllow, func(m *M) any { return m.RelayAllow }, "agent ids or globs that may open a relay link; none by default"),
 		optFunc("publish_port", "port", func(_ *M, v value) error { var p int; return v.port(&p) }, nil, "Halite publishes over its one UDP port (port)").with("4505").as(Ignored),

@@ -11,7 +11,7 @@ import (
 // into dst, over what earlier files set (Salt merges the schedule of
 // minion.d/_schedule.conf with the minion file's), and records in at the
 // file and line of each job, for the scheduler's errors. The jobs
-// themselves are checked by agent/schedule, which knows the functions.
+// themselves are checked by package schedule (the agent's and the master's), which knows the functions.
 func (v value) schedule(dst *map[string]any, at *map[string]string) error {
 	n := v.node()
 	if n.Kind != yaml.MappingNode {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 	"sort"
 	"sync"
@@ -52,12 +53,12 @@ type Status struct {
 
 // Manager runs the configured engines.
 type Manager struct {
-	o     Options
-	specs []Spec
+	o Options
 
 	refresh chan struct{}
 
 	mu     sync.Mutex
+	specs  []Spec // the engines: option; replaced whole (Replace)
 	status map[string]*Status
 }
 
@@ -81,23 +82,69 @@ func New(o Options) (*Manager, error) {
 	m := &Manager{o: o, specs: specs, refresh: make(chan struct{}, 1), status: map[string]*Status{}}
 	for _, s := range specs {
 		m.status[s.Name] = &Status{Name: s.Name, Module: s.Module}
+	}
+	if err := m.check(specs); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// check makes each built-in engine of specs once, to check its options.
+func (m *Manager) check(specs []Spec) error {
+	for _, s := range specs {
 		f, _, err := m.factory(s.Module)
 		if errors.Is(err, ErrNoModule) {
-			if o.Lookup == nil {
-				return nil, fmt.Errorf("engine %s: no engine module %q (built in: %v)", s.Name, s.Module, m.builtins())
+			if m.o.Lookup == nil {
+				return fmt.Errorf("engine %s: no engine module %q (built in: %v)", s.Name, s.Module, m.builtins())
 			}
-			o.Log.Warn("engine module not found yet; the engine starts when it appears (master: file_roots _engines/; agent: saltutil.sync_engines)",
+			m.o.Log.Warn("engine module not found yet; the engine starts when it appears (master: file_roots _engines/; agent: saltutil.sync_engines)",
 				zap.String("engine", s.Name), zap.String("module", s.Module))
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("engine %s: %w", s.Name, err)
+			return fmt.Errorf("engine %s: %w", s.Name, err)
 		}
 		if _, err := build(f, s); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return m, nil
+	return nil
+}
+
+// Check checks an engines: option as New does, changing nothing.
+func (m *Manager) Check(cfg []any) error {
+	specs, err := ParseConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return m.check(specs)
+}
+
+// Replace makes cfg the engines: option (a configuration reloaded): once
+// it checks as New checks it, the engines it no longer lists stop, those
+// whose options or module changed restart, new ones start, and the others
+// run on undisturbed. A bad cfg is an error and changes nothing.
+func (m *Manager) Replace(cfg []any) error {
+	specs, err := ParseConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if err := m.check(specs); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	status := make(map[string]*Status, len(specs))
+	for _, s := range specs {
+		if st, ok := m.status[s.Name]; ok && st.Module == s.Module {
+			status[s.Name] = st
+		} else {
+			status[s.Name] = &Status{Name: s.Name, Module: s.Module}
+		}
+	}
+	m.specs, m.status = specs, status
+	m.mu.Unlock()
+	m.Refresh()
+	return nil
 }
 
 func (m *Manager) builtins() []string {
@@ -140,7 +187,18 @@ func build(f Factory, s Spec) (Engine, error) {
 }
 
 // Len is the number of configured engines.
-func (m *Manager) Len() int { return len(m.specs) }
+func (m *Manager) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.specs)
+}
+
+// current returns the configured engines.
+func (m *Manager) current() []Spec {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.specs
+}
 
 // Refresh makes the Manager look its user modules up again, starting the
 // engines whose module appeared and restarting those whose module changed.
@@ -165,10 +223,13 @@ func (m *Manager) Status() []Status {
 func (m *Manager) setStatus(name string, f func(*Status)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	f(m.status[name])
+	if st := m.status[name]; st != nil { // nil: an engine being stopped, no longer configured
+		f(st)
+	}
 }
 
 type runningEngine struct {
+	spec    Spec
 	version string
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -176,9 +237,6 @@ type runningEngine struct {
 
 // Run runs the engines until ctx ends and returns once each has stopped.
 func (m *Manager) Run(ctx context.Context) error {
-	if len(m.specs) == 0 {
-		return nil
-	}
 	runs := map[string]*runningEngine{}
 	defer func() {
 		for _, r := range runs {
@@ -189,9 +247,29 @@ func (m *Manager) Run(ctx context.Context) error {
 		}
 	}()
 	for {
-		for _, s := range m.specs {
+		specs := m.current()
+		want := make(map[string]bool, len(specs))
+		for _, s := range specs {
+			want[s.Name] = true
+		}
+		for name, r := range runs {
+			if !want[name] {
+				m.o.Log.Info("engine no longer configured: stopping it", zap.String("engine", name))
+				r.cancel()
+				<-r.done
+				delete(runs, name)
+			}
+		}
+		for _, s := range specs {
 			f, version, err := m.factory(s.Module)
 			r := runs[s.Name]
+			if r != nil && !reflect.DeepEqual(r.spec, s) {
+				m.o.Log.Info("engine configuration changed: restarting the engine", zap.String("engine", s.Name))
+				r.cancel()
+				<-r.done
+				delete(runs, s.Name)
+				r = nil
+			}
 			if err != nil {
 				if !errors.Is(err, ErrNoModule) {
 					m.o.Log.Error("engine module unusable", zap.String("engine", s.Name), zap.String("module", s.Module), zap.Error(err))
@@ -213,7 +291,7 @@ func (m *Manager) Run(ctx context.Context) error {
 				<-r.done
 			}
 			rctx, cancel := context.WithCancel(ctx)
-			r = &runningEngine{version: version, cancel: cancel, done: make(chan struct{})}
+			r = &runningEngine{spec: s, version: version, cancel: cancel, done: make(chan struct{})}
 			runs[s.Name] = r
 			m.setStatus(s.Name, func(st *Status) { st.Version = version })
 			go func() {

@@ -244,7 +244,7 @@ func (m *Master) serveAgent(ctx context.Context, conn *quic.Conn) {
 		out: make(chan []byte, sendQueue), done: make(chan struct{}),
 		log: log, since: time.Now(),
 	}
-	admitted := m.admit(ctx, s, hello, "", nil)
+	admitted := m.admitHeld(ctx, s, hello, "", nil, done, hello.Caps >= protocol.CapKeyNotify && !hello.Relay)
 	done()
 	if !admitted {
 		// Let the agent read its status before the connection goes.
@@ -257,7 +257,7 @@ func (m *Master) serveAgent(ctx context.Context, conn *quic.Conn) {
 		return
 	}
 	if hello.Relay {
-		m.serveRelayLink(ctx, s)
+		m.serveRelayLink(ctx, s, hello.Caps)
 		return
 	}
 	m.runSession(ctx, s, hello)
@@ -336,11 +336,14 @@ func (m *Master) readHello(f *protocol.Framer, stream *quic.Stream, log *zap.Log
 // complete (s.mac, s.rets), just before the status is sent: a relay sends
 // the device's returns in batches on another stream as soon as it reads
 // the status, and the session must be found by then.
-func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, via string, accepted func()) bool {
-	fail := func(k protocol.Kind, text string) bool {
+//
+// hold asks to leave the stream open after a pending status (admitHeld):
+// pending then reports that it was.
+func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, via string, accepted func(), hold bool) (ok, pending bool) {
+	fail := func(k protocol.Kind, text string) (bool, bool) {
 		s.log.Warn("refusing agent", zap.Stringer("kind", k), zap.String("reason", text))
 		s.close(k, text)
-		return false
+		return false, false
 	}
 	if via != "" {
 		// The relay is not trusted with identity: the device proves
@@ -358,7 +361,7 @@ func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, v
 	if via == "" && !m.keys.Known(hello.ID) && !m.newKeys.allow(s.conn.RemoteAddr()) {
 		m.newKeys.refused(protocol.KindRateLimited, s.conn.RemoteAddr(), hello.ID)
 		s.end(protocol.KindRateLimited, "too many new keys from this address (new_keys_per_address); try again later", false)
-		return false
+		return false, false
 	}
 	dec, err := m.keys.Check(hello.ID, s.pub, via)
 	if err != nil {
@@ -366,7 +369,7 @@ func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, v
 		if errors.As(err, &pe) && pe.Kind == protocol.KindPendingFull {
 			m.newKeys.refused(pe.Kind, s.conn.RemoteAddr(), hello.ID)
 			s.end(pe.Kind, pe.Msg, false)
-			return false
+			return false, false
 		}
 		return fail(protocol.KindOther, "key store: "+err.Error())
 	}
@@ -417,7 +420,7 @@ func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, v
 	if err := s.f.Write(status); err != nil {
 		s.log.Debug("send key status", zap.Error(err))
 		s.close(protocol.KindOther, "")
-		return false
+		return false, false
 	}
 	if dec.Status != protocol.KeyAccepted {
 		// The agent retries every acceptance_wait_time: once a minute
@@ -429,13 +432,16 @@ func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, v
 		if ce := s.log.Check(lvl, "agent key not accepted"); ce != nil {
 			ce.Write(zap.String("status", dec.Status), zap.String("finger", protocol.Fingerprint(s.pub)), zap.String("relay", via))
 		}
+		if hold && dec.Status == protocol.KeyPending {
+			return false, true
+		}
 		s.stream.Close()
 		if via != "" {
 			s.stream.CancelRead(quic.StreamErrorCode(protocol.KindNotAccepted))
 		}
-		return false
+		return false, false
 	}
-	return true
+	return true, false
 }
 
 // runSession serves an accepted agent's session until it ends.

@@ -24,6 +24,7 @@ import (
 	"github.com/halite-fleet/halite/master/jobcache"
 	"github.com/halite-fleet/halite/master/keys"
 	"github.com/halite-fleet/halite/protocol"
+	"github.com/halite-fleet/halite/schedule"
 )
 
 // Version is the master's version, sent to agents and shown by test.version.
@@ -53,10 +54,12 @@ type Master struct {
 	jids           event.JIDGen
 
 	minions *registry
-	relays  relays           // connected relays' links (relays.go)
-	hellos  chan struct{}    // helloSlots (agents.go)
-	reactor masterReactor    // see reactor.go
-	engines *engines.Manager // see engines.go
+	relays  relays              // connected relays' links (relays.go)
+	hellos  chan struct{}       // helloSlots (agents.go)
+	keyWait *keyWaiters         // pending agents held (keywait.go)
+	reactor masterReactor       // see reactor.go
+	engines *engines.Manager    // see engines.go
+	sched   *schedule.Scheduler // the master's schedule (schedule.go)
 
 	metrics   *masterMetrics // counted for metrics_port (metrics.go)
 	functions seenFunctions  // function names seen, for completion (functions.go)
@@ -85,6 +88,7 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 	}
 	m.relays.sem = make(chan struct{}, relayAdmit)
 	m.hellos = make(chan struct{}, helloSlots)
+	m.keyWait = newKeyWaiters(maxHeldPending)
 	m.jids.UTC = cfg.UTCJID
 	m.jids.Node, m.jids.HasNode = jidNode(cfg), true
 	id, created, err := protocol.LoadOrCreateIdentity(cfg.PkiDir, "master")
@@ -106,6 +110,7 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 		AutorejectFile: cfg.AutorejectFile,
 		MaxPending:     cfg.MaxPendingKeys,
 		Log:            log.Named("keys"),
+		OnChange:       m.keyWait.changed,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open key store: %w", err)
@@ -129,6 +134,10 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 		return nil, err
 	}
 	if m.engines, err = newEngines(m); err != nil {
+		m.cache.Close()
+		return nil, err
+	}
+	if m.sched, err = m.newSchedule(); err != nil {
 		m.cache.Close()
 		return nil, err
 	}

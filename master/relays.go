@@ -53,6 +53,7 @@ func (m *Master) relayAllowed(id string) bool {
 type relayLink struct {
 	id   string
 	ctrl *session // the control stream; not a minion session
+	caps uint32   // the relay's capability version (its Hello's)
 
 	mu      sync.Mutex
 	devices map[string]*session
@@ -111,10 +112,10 @@ func (r *relays) list() map[string]int {
 }
 
 // serveRelayLink serves an accepted relay's link: ctrl is its control
-// stream's session. It returns when the link ends, after its devices'
+// stream's session, caps the relay's capability version. It returns when the link ends, after its devices'
 // sessions ended.
-func (m *Master) serveRelayLink(ctx context.Context, ctrl *session) {
-	l := &relayLink{id: ctrl.id, ctrl: ctrl, devices: make(map[string]*session)}
+func (m *Master) serveRelayLink(ctx context.Context, ctrl *session, caps uint32) {
+	l := &relayLink{id: ctrl.id, ctrl: ctrl, caps: caps, devices: make(map[string]*session)}
 	if old := m.relays.attach(l); old != nil {
 		old.ctrl.close(protocol.KindOther, "replaced by a new relay link")
 	}
@@ -254,7 +255,10 @@ func (m *Master) serveRelayed(ctx context.Context, l *relayLink, stream *quic.St
 		}
 		l.mu.Unlock()
 	}()
-	if !m.admit(ctx, s, hello, l.id, register) {
+	// A device is held while pending only if its relay waits for the
+	// second status too (an older relay closes the stream at once).
+	canHold := hello.Caps >= protocol.CapKeyNotify && l.caps >= protocol.CapKeyNotify
+	if !m.admitHeld(ctx, s, hello, l.id, register, func() { done(); release() }, canHold) {
 		return
 	}
 	done()

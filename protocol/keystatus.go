@@ -9,7 +9,11 @@ const (
 )
 
 // KeyStatus answers Hello, master to agent. Unless Status is KeyAccepted the
-// master closes the connection after it, and the agent tries again later.
+// master closes the connection after it, and the agent tries again later;
+// except that for a pending key, when both sides have CapKeyNotify, the
+// master may keep the stream open and send a second KeyStatus (accepted or
+// rejected) as soon as the key is decided, which the agent waits for until
+// its acceptance wait runs out.
 type KeyStatus struct {
 	Status   string `cbor:"1,keyasint"`
 	MasterID string `cbor:"2,keyasint,omitempty"`

@@ -284,12 +284,27 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 		refuse(protocol.KindShutdown, "the relay cannot reach the master now; try again later")
 		return
 	}
-	if b, err := protocol.Encode(ans); err == nil {
-		stream.SetWriteDeadline(time.Now().Add(handshakeTimeout))
-		err = f.WriteFrame(b)
-		stream.SetWriteDeadline(time.Time{})
+	tell := func(ans protocol.Message) error {
+		b, err := protocol.Encode(ans)
+		if err == nil {
+			stream.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+			err = f.WriteFrame(b)
+			stream.SetWriteDeadline(time.Time{})
+		}
+		return err
 	}
-	if st, ok := ans.(*protocol.KeyStatus); !ok || st.Status != protocol.KeyAccepted {
+	err = tell(ans)
+	// A pending key, when the master and the device both can (capability
+	// protocol.CapKeyNotify): the master holds the device's stream and
+	// sends a second status once the key is decided; it goes on to the
+	// device, which waits for it on its own connection.
+	for st, ok := ans.(*protocol.KeyStatus); err == nil && ok && st.Status == protocol.KeyPending &&
+		st.Caps >= protocol.CapKeyNotify && hello.Caps >= protocol.CapKeyNotify; st, ok = ans.(*protocol.KeyStatus) {
+		if ans, err = r.awaitDecision(ctx, conn, d, us, uf); err == nil {
+			err = tell(ans)
+		}
+	}
+	if st, ok := ans.(*protocol.KeyStatus); err != nil || !ok || st.Status != protocol.KeyAccepted {
 		us.CancelRead(0)
 		us.Close()
 		// Let the device read its status before the connection goes.

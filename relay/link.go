@@ -308,6 +308,40 @@ func (r *Relay) openUp(ctx context.Context, l *link, d *device) (*quic.Stream, *
 	return s, f, msg, nil
 }
 
+// pendingWait bounds how long the relay waits for the master's second
+// status of a pending device (awaitDecision); the master lets go first.
+const pendingWait = 2 * time.Minute
+
+// awaitDecision reads the master's second status of device d, pending on
+// stream s, until it comes, the device's connection ends, or pendingWait
+// passes. Accepted, the device's grains too large for its Hello follow.
+func (r *Relay) awaitDecision(ctx context.Context, conn *quic.Conn, d *device, s *quic.Stream, f *protocol.Framer) (protocol.Message, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(wctx, func() { s.CancelRead(0) })
+	defer stop()
+	gone := context.AfterFunc(conn.Context(), cancel)
+	defer gone()
+	s.SetReadDeadline(time.Now().Add(pendingWait))
+	msg, err := f.Read()
+	s.SetReadDeadline(time.Time{})
+	if err != nil {
+		return nil, fmt.Errorf("read key status: %w", err)
+	}
+	if st, ok := msg.(*protocol.KeyStatus); ok && st.Status == protocol.KeyAccepted {
+		_, late, err := d.upHello()
+		if err == nil && late != nil {
+			s.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+			err = f.WriteFrame(late)
+			s.SetWriteDeadline(time.Time{})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("forward grains: %w", err)
+		}
+	}
+	return msg, nil
+}
+
 // reattachAll resumes, on a new link, the sessions of the devices that
 // stayed connected while it was down.
 func (r *Relay) reattachAll(ctx context.Context, l *link) {

@@ -122,15 +122,18 @@ func run(ctx context.Context, o options, hup <-chan os.Signal, stdout, stderr io
 	}
 	log.Info("starting", zap.String("version", agent.Version), zap.String("id", cfg.ID))
 	defer cli.OnHangup(hup, log, logFile, func() {
-		// Beacons are reloaded; engines, returners and the master
-		// connection keep their start-time configuration.
+		// Beacons, schedule and engines are reloaded (agent.Reload);
+		// returners and the master connection keep their start-time
+		// configuration.
 		c, err := config.LoadAgent(o.configDir, func(config.Warning) {})
 		if err == nil {
-			err = a.ReloadBeacons(c.Beacons)
+			err = a.Reload(c)
 		}
 		if err != nil {
-			log.Error("SIGHUP: configuration not reloaded, beacons kept", zap.Error(err))
+			log.Error("SIGHUP: configuration not reloaded; beacons, schedule and engines kept", zap.Error(err))
+			return
 		}
+		log.Info("SIGHUP: beacons, schedule and engines reloaded")
 	})()
 	if err := daemon.Ready(); err != nil {
 		return err

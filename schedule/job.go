@@ -160,7 +160,7 @@ func Parse(name string, v any, c Checks) (*Job, error) {
 		return nil, fmt.Errorf("job %s: function is required (a string such as test.ping)", name)
 	}
 	if c.Function != nil && !c.Function(fn) {
-		return bad("function", "%q is not available on this agent", fn)
+		return bad("function", "%q is not available (an execution function on an agent, a runner on the master)", fn)
 	}
 	j.Function = fn
 	if x, ok := data["args"]; ok && x != nil {

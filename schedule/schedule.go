@@ -401,6 +401,12 @@ func (s *Scheduler) RunJob(name string, force bool) error {
 	return nil
 }
 
+// Check checks cfg as Replace does, changing nothing.
+func (s *Scheduler) Check(cfg map[string]any) error {
+	_, _, _, err := s.parseAll(cfg)
+	return err
+}
+
 // Replace swaps the whole schedule for cfg (schedule.reload); a bad entry
 // keeps the running schedule and is returned.
 func (s *Scheduler) Replace(cfg map[string]any) error {

@@ -1,5 +1,5 @@
 // Package schedule runs Salt's scheduler: the schedule: option of the agent
-// (Salt's minion schedule, salt/utils/schedule.py), jobs that call an
+// (Salt's minion schedule, salt/utils/schedule.py), and of the master, jobs that call an
 // execution function every interval or on a cron expression, with Salt's
 // splay, range, maxrunning, run_on_start and enabled.
 //
@@ -12,4 +12,8 @@
 // it to CONFIG_DIR/agent.d/_schedule.conf as Salt writes
 // minion.d/_schedule.conf. The cron parser is this package's own (a few
 // hundred bytes of code), to keep the 32-bit agent small.
+//
+// The master runs its own schedule: of runner functions with the same
+// package (master/schedule.go); it lives outside agent/ because the agent
+// and the master never import each other.
 package schedule
