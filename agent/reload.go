@@ -1,9 +1,13 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 
+	"go.uber.org/zap"
+
 	"github.com/halite-fleet/halite/agent/beacons"
+	"github.com/halite-fleet/halite/agent/exec"
 	"github.com/halite-fleet/halite/config"
 )
 
@@ -42,4 +46,34 @@ func (a *Agent) Reload(cfg *config.Agent) error {
 		return fmt.Errorf("reload engines: %w", err)
 	}
 	return nil
+}
+
+func init() {
+	exec.Register("saltutil.refresh_modules", `Reload what can change in the running agent from its configuration files:
+beacons, schedule and engines, all or nothing, as SIGHUP does. Halite's
+execution modules are built in, so this is what Salt's module refresh
+(the module_refresh event, salt/modules/saltutil.py) comes to here. True
+when reloaded; False, with the error in the agent's log, when a part is
+bad (nothing is changed then).
+
+CLI Example:
+
+    halite '*' saltutil.refresh_modules`, func(_ context.Context, host any, _ exec.Request) (any, error) {
+		a, ok := host.(*Agent)
+		if !ok || a.sched == nil {
+			return nil, exec.ErrNoHost
+		}
+		if a.cfg.ConfigDir == "" {
+			return nil, fmt.Errorf("no configuration directory to reload from")
+		}
+		cfg, err := config.LoadAgent(a.cfg.ConfigDir, nil)
+		if err == nil {
+			err = a.Reload(cfg)
+		}
+		if err != nil {
+			a.log.Error("saltutil.refresh_modules: nothing reloaded", zap.Error(err))
+			return false, nil
+		}
+		return true, nil
+	})
 }

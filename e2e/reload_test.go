@@ -74,3 +74,47 @@ func TestSIGHUPReloadsSchedule(t *testing.T) {
 	})
 	waitJob("pong")
 }
+
+// TestRefreshModules: saltutil.refresh_modules does through a job what
+// SIGHUP does (Salt's module refresh, salt/modules/saltutil.py): a bad
+// configuration answers False and changes nothing; a good one is applied
+// and its new schedule job runs.
+func TestRefreshModules(t *testing.T) {
+	c := newCluster(t, "")
+	c.startMaster()
+	p := c.startAgent("r1", "schedule:\n  ping:\n    function: test.ping\n    seconds: 3600\n")
+	c.acceptAll("r1")
+	conf := filepath.Join(c.agentDir("r1"), "agent")
+	head := fmt.Sprintf("id: r1\nroot_dir: %s\nmaster: 127.0.0.1\nmaster_port: %d\nacceptance_wait_time: 1\nrandom_reauth_delay: 1\nlog_file: ''\n",
+		filepath.Join(c.root, "r1"), c.port)
+	write := func(schedule string) {
+		t.Helper()
+		if err := os.WriteFile(conf, []byte(head+schedule), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs := func() map[string]any {
+		rets, _ := c.jsonOut("halite", "r1", "schedule.list", "return_yaml=False")
+		m, _ := rets["r1"].(map[string]any)
+		return m
+	}
+
+	write("schedule:\n  pong:\n    function: no.such_function\n    seconds: 1\n")
+	if rets, r := c.jsonOut("halite", "r1", "saltutil.refresh_modules"); rets["r1"] != false {
+		t.Errorf("refresh_modules with a bad schedule: got %v (exit %d), want False", rets["r1"], r.code)
+	}
+	if m := jobs(); m["ping"] == nil || m["pong"] != nil {
+		t.Errorf("after a refused refresh: schedule %v, want ping only", m)
+	}
+	if !strings.Contains(p.output(), "saltutil.refresh_modules: nothing reloaded") {
+		t.Errorf("the refusal is not logged:\n%s", p.output())
+	}
+
+	write("schedule:\n  pong:\n    function: test.echo\n    args: [refreshed]\n    seconds: 3600\n")
+	if rets, r := c.jsonOut("halite", "r1", "saltutil.refresh_modules"); rets["r1"] != true {
+		t.Fatalf("refresh_modules: got %v (exit %d), want True\n%s", rets["r1"], r.code, r.stderr)
+	}
+	if m := jobs(); m["pong"] == nil || m["ping"] != nil {
+		t.Errorf("after the refresh: schedule %v, want pong only", m)
+	}
+}
