@@ -187,11 +187,7 @@ func (m *Master) wheelAccept(_ context.Context, req *api.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	inclRej, err := a.boolean(1, "include_rejected")
-	if err != nil {
-		return nil, err
-	}
-	inclDen, err := a.boolean(2, "include_denied")
+	inclRej, inclDen, err := a.includeFlags("include_rejected", "include_denied")
 	if err != nil {
 		return nil, err
 	}
@@ -216,11 +212,7 @@ func (m *Master) wheelReject(_ context.Context, req *api.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	inclAcc, err := a.boolean(1, "include_accepted")
-	if err != nil {
-		return nil, err
-	}
-	inclDen, err := a.boolean(2, "include_denied")
+	inclAcc, inclDen, err := a.includeFlags("include_accepted", "include_denied")
 	if err != nil {
 		return nil, err
 	}
@@ -260,11 +252,7 @@ func (m *Master) wheelAcceptDict(_ context.Context, req *api.Request) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	inclRej, err := a.boolean(1, "include_rejected")
-	if err != nil {
-		return nil, err
-	}
-	inclDen, err := a.boolean(2, "include_denied")
+	inclRej, inclDen, err := a.includeFlags("include_rejected", "include_denied")
 	if err != nil {
 		return nil, err
 	}
@@ -283,11 +271,7 @@ func (m *Master) wheelRejectDict(_ context.Context, req *api.Request) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	inclAcc, err := a.boolean(1, "include_accepted")
-	if err != nil {
-		return nil, err
-	}
-	inclDen, err := a.boolean(2, "include_denied")
+	inclAcc, inclDen, err := a.includeFlags("include_accepted", "include_denied")
 	if err != nil {
 		return nil, err
 	}
@@ -477,4 +461,16 @@ func (m *Master) wheelGenAccept(ctx context.Context, req *api.Request) (any, err
 	}
 	m.bus.Publish(event.TagKey, map[string]any{"id": id, "act": "accept", "result": true})
 	return pair, nil
+}
+
+// includeFlags reads the two include_* flags that follow the match of
+// Salt's key.accept and key.reject (and their _dict forms): positions 1
+// and 2, or by name.
+func (a *args) includeFlags(first, second string) (bool, bool, error) {
+	x, err := a.boolean(1, first)
+	if err != nil {
+		return false, false, err
+	}
+	y, err := a.boolean(2, second)
+	return x, y, err
 }
