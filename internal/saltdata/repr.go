@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode"
@@ -193,25 +194,29 @@ func writeRepr(b *strings.Builder, v any, depth int) {
 	case map[string]string:
 		writeSortedMap(b, x, depth)
 	case map[any]any:
-		type entry struct {
-			k string
-			v any
-		}
-		es := make([]entry, 0, len(x))
+		// Sorted by the keys' repr; sort.Slice, not slices.SortFunc, which
+		// would add a generic sort (about 7 KiB) to the agent.
+		keys := make([]string, 0, len(x))
+		vals := make([]any, 0, len(x))
 		for k, v := range x {
 			var kb strings.Builder
 			writeRepr(&kb, k, depth+1)
-			es = append(es, entry{kb.String(), v})
+			keys = append(keys, kb.String())
+			vals = append(vals, v)
 		}
-		slices.SortFunc(es, func(a, b entry) int { return strings.Compare(a.k, b.k) })
+		idx := make([]int, len(keys))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.Slice(idx, func(a, b int) bool { return keys[idx[a]] < keys[idx[b]] })
 		b.WriteByte('{')
-		for i, e := range es {
+		for i, j := range idx {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(e.k)
+			b.WriteString(keys[j])
 			b.WriteString(": ")
-			writeRepr(b, e.v, depth+1)
+			writeRepr(b, vals[j], depth+1)
 		}
 		b.WriteByte('}')
 	case Seq:
