@@ -78,7 +78,7 @@ func New(cfg *config.Agent, log *zap.Logger) (*Agent, error) {
 		log.Info("made a new agent key", zap.String("pki_dir", cfg.PkiDir), zap.String("finger", protocol.Fingerprint(id.Pub)))
 	}
 	links, outs, err := openLinks(cfg, log, func(it spoolItem) bool {
-		if !madeBy(it.body, cfg.ID) {
+		if !protocol.MadeBy(it.body, cfg.ID) {
 			log.Warn("outbox item made under another agent id; dropped", zap.Uint64("seq", it.seq))
 			return false
 		}
@@ -226,7 +226,7 @@ func (a *Agent) pin(pub ed25519.PublicKey) error {
 	if a.cfg.MasterFinger != "" && !protocol.SameFingerprint(a.cfg.MasterFinger, fp) {
 		return a.pinFail(fmt.Sprintf("master key fingerprint %s does not match master_finger %s", fp, a.cfg.MasterFinger))
 	}
-	path := filepath.Join(a.cfg.PkiDir, "minion_master.pub")
+	path := filepath.Join(a.cfg.PkiDir, protocol.MasterPinFile)
 	b, err := os.ReadFile(path)
 	switch {
 	case err == nil:

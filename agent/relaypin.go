@@ -53,7 +53,7 @@ func (a *Agent) pinState(finger, file string, pub ed25519.PublicKey) int {
 
 // checkPeer is the TLS handshake's check of the peer's key.
 func (a *Agent) checkPeer(pub ed25519.PublicKey) error {
-	m := a.pinState(a.cfg.MasterFinger, "minion_master.pub", pub)
+	m := a.pinState(a.cfg.MasterFinger, protocol.MasterPinFile, pub)
 	if m == pinSame {
 		return a.pin(pub)
 	}

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -570,14 +569,6 @@ func (a *Agent) seal(it spoolItem, seq uint64, macKey []byte) (protocol.Message,
 		return e, nil
 	}
 	return nil, fmt.Errorf("outbox item of type %s", it.kind)
-}
-
-// madeBy reports whether a spooled body was made under agent id: both
-// bodies are CBOR maps encoded deterministically, whose first key is 1, the
-// id (so this needs no decoding).
-func madeBy(body []byte, id string) bool {
-	want, err := protocol.Marshal(id)
-	return err == nil && len(body) > 2 && body[1] == 0x01 && bytes.HasPrefix(body[2:], want)
 }
 
 // reportKilled answers the jobs that were running when the agent last

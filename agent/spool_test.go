@@ -204,34 +204,6 @@ func TestSpoolKeepAndCompact(t *testing.T) {
 	}
 }
 
-func TestMadeBy(t *testing.T) {
-	ret, err := protocol.Marshal(&protocol.ReturnBody{ID: "dev1", JID: "20261122120000000001", Fun: "test.ping"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err := protocol.Marshal(&protocol.EventBody{ID: "dev1", Tag: "a/b", Data: map[string]any{"id": "dev2"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name string
-		body []byte
-		id   string
-		want bool
-	}{
-		{"return, same id", ret, "dev1", true},
-		{"event, same id", ev, "dev1", true},
-		{"return, other id", ret, "dev2", false},
-		{"event, id a prefix", ev, "dev", false},
-		{"event, longer id", ev, "dev10", false},
-		{"empty", nil, "dev1", false},
-	} {
-		if got := madeBy(tc.body, tc.id); got != tc.want {
-			t.Errorf("%s: madeBy(%q): got %v, want %v", tc.name, tc.id, got, tc.want)
-		}
-	}
-}
-
 // TestSpoolFullDisk: a push that fails on a full disk, after writing part
 // of its record, reports the failure and leaves nothing behind, so that
 // what is pushed once there is room again survives a restart. Acks on the

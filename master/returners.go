@@ -22,7 +22,7 @@ import (
 	"github.com/halite-fleet/halite/targets"
 
 	// The returners the master offers, each registering itself.
-	_ "github.com/halite-fleet/halite/returners/local_cache"
+	_ "github.com/halite-fleet/halite/master/jobcache/localcache"
 	_ "github.com/halite-fleet/halite/returners/mqtt"
 	_ "github.com/halite-fleet/halite/returners/mysql"
 	_ "github.com/halite-fleet/halite/returners/nats"

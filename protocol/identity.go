@@ -18,6 +18,12 @@ import (
 	"time"
 )
 
+// MasterPinFile is the file in an agent's pki_dir that holds the master's
+// public key pinned on first use (Salt's minion_master.pub): the agent
+// writes and checks it, and a relay checks its upstream master against the
+// key its own agent session pinned there.
+const MasterPinFile = "minion_master.pub"
+
 // Identity is a peer's long-lived ed25519 key pair and the TLS certificate
 // bound to it.
 type Identity struct {

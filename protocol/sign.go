@@ -24,6 +24,19 @@ type Signed struct {
 	Sig  []byte `cbor:"2,keyasint"`
 }
 
+// MadeBy reports whether body, the CBOR of a ReturnBody or an EventBody as
+// Marshal encodes it, was made under agent id, without decoding it: such a
+// body is a map (deterministic encoding: its header first, in one byte for
+// up to 23 entries) whose first key is 1, the id. The agent checks its
+// outbox with it after a restart, the relay each signed body a device sends.
+func MadeBy(body []byte, id string) bool {
+	want, err := Marshal(id)
+	if err != nil || len(body) < 2+len(want) || body[0]>>5 != 5 || body[1] != 0x01 {
+		return false
+	}
+	return string(body[2:2+len(want)]) == string(want)
+}
+
 func seal(key ed25519.PrivateKey, domain string, body any) (Signed, error) {
 	b, err := Marshal(body)
 	if err != nil {

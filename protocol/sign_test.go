@@ -65,3 +65,46 @@ func TestSignedMessageSwap(t *testing.T) {
 	_, err = e.Open(pub, ev.ID)
 	wantKind(t, err, KindBadSig)
 }
+
+// TestMadeBy: a return or event body is tied to the id it was made under,
+// read from its bytes (the one check of the agent's outbox and the relay).
+func TestMadeBy(t *testing.T) {
+	ret, err := Marshal(&ReturnBody{ID: "dev1", JID: "20261122120000000001", Fun: "test.ping"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := Marshal(&EventBody{ID: "dev1", Tag: "a/b", Data: map[string]any{"id": "dev2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arr, err := Marshal([]any{1, "dev1", "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	txt, err := Marshal("\x01dev1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		body []byte
+		id   string
+		want bool
+	}{
+		{"return, same id", ret, "dev1", true},
+		{"event, same id", ev, "dev1", true},
+		{"return, other id", ret, "dev2", false},
+		{"event, id a prefix", ev, "dev", false},
+		{"event, longer id", ev, "dev10", false},
+		{"empty", nil, "dev1", false},
+		// Not a map: an array [1, "dev1"] holds the same bytes after its
+		// header (the agent's copy of this check took it).
+		{"array, not a map", arr, "dev1", false},
+		{"text, not a map", txt, "dev1", false},
+		{"truncated", ret[:4], "dev1", false},
+	} {
+		if got := MadeBy(tc.body, tc.id); got != tc.want {
+			t.Errorf("%s: MadeBy(%q): got %v, want %v", tc.name, tc.id, got, tc.want)
+		}
+	}
+}

@@ -421,7 +421,7 @@ func (r *Relay) readDevice(d *device, f *protocol.Framer) {
 					return
 				}
 			}
-			if !madeBy(body, d.id) {
+			if !protocol.MadeBy(body, d.id) {
 				drop(protocol.KindWrongID, msg.Type().String()+" made under another id than "+d.id)
 				return
 			}

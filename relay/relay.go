@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -285,19 +286,9 @@ func (r *Relay) heartbeatLoop(ctx context.Context) error {
 	}
 }
 
-// madeBy reports whether a signed body (a CBOR map whose first key, 1, is
-// the id, as protocol encodes return and event bodies) was made by id.
-func madeBy(body []byte, id string) bool {
-	want, err := protocol.Marshal(id)
-	if err != nil || len(body) < 2+len(want) || body[0]>>5 != 5 || body[1] != 0x01 {
-		return false
-	}
-	return string(body[2:2+len(want)]) == string(want)
-}
-
 // pinMaster checks the master's key on the upstream link: master_finger,
 // else the key the relay's own agent session pinned
-// (pki_dir/minion_master.pub); with neither, the first key seen is
+// (pki_dir/minion_master.pub, protocol.MasterPinFile); with neither, the first key seen is
 // accepted (the agent session records it).
 func (r *Relay) pinMaster(pub ed25519.PublicKey) error {
 	fp := protocol.Fingerprint(pub)
@@ -307,7 +298,7 @@ func (r *Relay) pinMaster(pub ed25519.PublicKey) error {
 		}
 		return nil
 	}
-	if old, err := readPub(r.o.Config.PkiDir + "/minion_master.pub"); err == nil && !old.Equal(pub) {
+	if old, err := readPub(filepath.Join(r.o.Config.PkiDir, protocol.MasterPinFile)); err == nil && !old.Equal(pub) {
 		return fmt.Errorf("master key %s is not the pinned one %s", fp, protocol.Fingerprint(old))
 	}
 	return nil

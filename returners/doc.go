@@ -4,8 +4,8 @@
 //
 // It sits between the master (which feeds it) and the backends (one
 // subpackage each, registering itself by its Salt virtual name from init):
-// local_cache, redis, pgjsonb, mysql, rawfile_json, syslog, webhook, nats,
-// mqtt. A Returner implements Salt's returner(ret); one that can stand in
+// redis, pgjsonb, mysql, rawfile_json, syslog, webhook, nats, mqtt, and
+// local_cache, which is master-only and lives in master/jobcache/localcache. A Returner implements Salt's returner(ret); one that can stand in
 // for the master job cache also implements JobCache (prep_jid, save_load,
 // get_load, save_minions, get_jid, get_fun, get_jids, get_minions,
 // clean_old_jobs) and one that takes events implements EventReturner

@@ -72,7 +72,7 @@ type Config struct {
 	KeepJobs time.Duration
 	Log      *zap.Logger
 	// Embedded is the master's embedded job cache (*jobcache.Cache), for
-	// local_cache.
+	// local_cache (master/jobcache/localcache).
 	Embedded any
 }
 

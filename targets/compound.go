@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/halite-fleet/halite/internal/saltdata"
 )
 
 // Compound expressions follow Salt's compound matcher: the expression is
@@ -356,9 +358,7 @@ func nodegroupWords(name string, def any) (string, []token, error) {
 		words = d
 	case []any:
 		for _, e := range d {
-			var b strings.Builder
-			writePyRepr(&b, e, 0)
-			words = append(words, b.String())
+			words = append(words, saltdata.Str(e))
 		}
 	default:
 		return "", nil, fmt.Errorf("nodegroup %s: neither a string nor a list of strings but %T", name, def)

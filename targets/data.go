@@ -3,12 +3,11 @@ package targets
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 	"unsafe"
+
+	"github.com/halite-fleet/halite/internal/saltdata"
 )
 
 // Grain and pillar matching follows Salt's salt.utils.data.subdict_match:
@@ -18,8 +17,10 @@ import (
 //     value may itself hold the delimiter (G@ipv6:fe80::1).
 //   - A key "*" stands for the whole data; "*:" before a pattern searches it
 //     one level down in every value.
-//   - A list matches when any element matches; a list is indexed by a
-//     number (ipv4:0) or through the maps it holds.
+//   - Keys are followed as traverse_dict_and_list does (saltdata.Step): a
+//     list is indexed by a number (ipv4:0) or through the maps it holds, a
+//     map by the key or its integer form. A list matches when any element
+//     matches.
 //   - When the key leads to a map, the value part matches if it is "*", a
 //     key of that map, or a nested key:value in it.
 //   - Values are compared as Python prints them (True, None, 3.0) and both
@@ -63,23 +64,18 @@ type cand struct {
 	m   *pat
 }
 
-// keyPart is one key of a path, with its reading as a list index worked
-// out at compile time (strconv.Atoi, as Python's int() in Salt's
-// traverse_dict_and_list), so that matching neither parses nor allocates.
+// keyPart is one key of a path, with its reading as an integer worked out
+// at compile time (saltdata.ParseKey), so that matching neither parses nor
+// allocates.
 type keyPart struct {
-	s    string
-	hash uint32 // keyHash(s)
-	idx  int
-	num  bool // s reads as an integer: a list is indexed by idx
+	saltdata.Key
+	hash uint32 // keyHash(S)
 }
 
 func keyParts(ss []string) []keyPart {
 	ks := make([]keyPart, len(ss))
 	for i, s := range ss {
-		ks[i].s, ks[i].hash = s, keyHash(s)
-		if n, err := strconv.Atoi(s); err == nil {
-			ks[i].idx, ks[i].num = n, true
-		}
+		ks[i] = keyPart{Key: saltdata.ParseKey(s), hash: keyHash(s)}
 	}
 	return ks
 }
@@ -259,9 +255,14 @@ func subdictMatch(data any, cs []cand, mode dataMode) bool {
 				return true
 			}
 			continue
+		case map[string]string:
+			if len(x) > 0 && dictMatch(x, c.m, mode) {
+				return true
+			}
+			continue
 		case []any:
 			for _, e := range x {
-				if isMap(e) && dictMatch(e, c.m, mode) {
+				if saltdata.IsMap(e) && dictMatch(e, c.m, mode) {
 					return true
 				}
 				if matchValue(e, c.m, mode) {
@@ -284,7 +285,7 @@ func subdictMatch(data any, cs []cand, mode dataMode) bool {
 	return false
 }
 
-// dictMatch is Salt's _dict_match: d is a map[string]any or map[any]any.
+// dictMatch is Salt's _dict_match: d is a map saltdata.IsMap.
 func dictMatch(d any, p *pat, mode dataMode) bool {
 	q := p
 	if p.wild != nil {
@@ -293,7 +294,7 @@ func dictMatch(d any, p *pat, mode dataMode) bool {
 	if q.raw == "*" {
 		return true
 	}
-	if _, ok := mapGet(d, q.raw); ok {
+	if _, ok := saltdata.Get(d, saltdata.Key{S: q.raw}); ok {
 		return true
 	}
 	if q.sub != nil && subdictMatch(d, q.sub, mode) {
@@ -304,7 +305,7 @@ func dictMatch(d any, p *pat, mode dataMode) bool {
 	}
 	check := func(v any) bool {
 		switch x := v.(type) {
-		case map[string]any, map[any]any:
+		case map[string]any, map[any]any, map[string]string:
 			return dictMatch(x, q, mode)
 		case []any:
 			for _, e := range x {
@@ -336,76 +337,22 @@ func dictMatch(d any, p *pat, mode dataMode) bool {
 				return true
 			}
 		}
+	case map[string]string:
+		for _, v := range m {
+			if check(v) {
+				return true
+			}
+		}
 	}
 	return false
 }
 
-func isMap(v any) bool {
-	switch v.(type) {
-	case map[string]any, map[any]any:
-		return true
-	}
-	return false
-}
-
-func mapGet(d any, k string) (any, bool) {
-	switch m := d.(type) {
-	case map[string]any:
-		v, ok := m[k]
-		return v, ok
-	case map[any]any:
-		v, ok := m[k]
-		return v, ok
-	}
-	return nil, false
-}
-
-// traverse is Salt's traverse_dict_and_list.
+// traverse is Salt's traverse_dict_and_list over a compiled path.
 func traverse(data any, key []keyPart) (any, bool) {
 	ptr := data
 	for _, k := range key {
-		switch p := ptr.(type) {
-		case map[string]any, map[any]any:
-			v, ok := mapGet(p, k.s)
-			if !ok {
-				return nil, false
-			}
-			ptr = v
-		case []any:
-			idx := k.idx
-			if !k.num {
-				found := false
-				for _, e := range p {
-					if v, ok := mapGet(e, k.s); ok {
-						ptr, found = v, true
-						break
-					}
-				}
-				if !found {
-					return nil, false
-				}
-				continue
-			}
-			if idx < 0 {
-				idx += len(p)
-			}
-			if idx < 0 || idx >= len(p) {
-				return nil, false
-			}
-			ptr = p[idx]
-		case []string:
-			idx := k.idx
-			if !k.num {
-				return nil, false
-			}
-			if idx < 0 {
-				idx += len(p)
-			}
-			if idx < 0 || idx >= len(p) {
-				return nil, false
-			}
-			ptr = p[idx]
-		default:
+		var ok bool
+		if ptr, ok = saltdata.Step(ptr, k.Key); !ok {
 			return nil, false
 		}
 	}
@@ -430,20 +377,19 @@ func matchValue(v any, p *pat, mode dataMode) bool {
 				return false
 			}
 			var buf [40]byte
-			return p.re.Match(bytes.Clone(appendNumber(buf[:0], v)))
+			n, _ := saltdata.AppendNumber(buf[:0], v)
+			return p.re.Match(bytes.Clone(n))
 		}
 		return matchNumber(v, p, mode)
 	}
-	var b strings.Builder
-	writePyRepr(&b, v, 0)
-	return matchString(b.String(), p, mode)
+	return matchString(saltdata.Str(v), p, mode)
 }
 
 // matchNumber formats v into a stack buffer and matches it without
 // allocating; the string does not outlive the call.
 func matchNumber(v any, p *pat, mode dataMode) bool {
 	var buf [40]byte
-	b := appendNumber(buf[:0], v)
+	b, _ := saltdata.AppendNumber(buf[:0], v)
 	s := unsafe.String(unsafe.SliceData(b), len(b))
 	return matchText(s, p, mode)
 }
@@ -482,148 +428,4 @@ func foldEqual(low, s string) bool {
 		j += cw
 	}
 	return i == len(low) && j == len(s)
-}
-
-// appendNumber appends v as Python's str() prints it.
-func appendNumber(b []byte, v any) []byte {
-	switch x := v.(type) {
-	case int:
-		return strconv.AppendInt(b, int64(x), 10)
-	case int8:
-		return strconv.AppendInt(b, int64(x), 10)
-	case int16:
-		return strconv.AppendInt(b, int64(x), 10)
-	case int32:
-		return strconv.AppendInt(b, int64(x), 10)
-	case int64:
-		return strconv.AppendInt(b, x, 10)
-	case uint:
-		return strconv.AppendUint(b, uint64(x), 10)
-	case uint8:
-		return strconv.AppendUint(b, uint64(x), 10)
-	case uint16:
-		return strconv.AppendUint(b, uint64(x), 10)
-	case uint32:
-		return strconv.AppendUint(b, uint64(x), 10)
-	case uint64:
-		return strconv.AppendUint(b, x, 10)
-	case float32:
-		return appendPyFloat(b, float64(x), 32)
-	case float64:
-		return appendPyFloat(b, x, 64)
-	}
-	return b
-}
-
-// appendPyFloat appends f as Python's repr(float): shortest digits, "1.0"
-// for integral values, exponent form below 1e-4 and from 1e16.
-func appendPyFloat(b []byte, f float64, bits int) []byte {
-	switch {
-	case math.IsNaN(f):
-		return append(b, "nan"...)
-	case math.IsInf(f, 1):
-		return append(b, "inf"...)
-	case math.IsInf(f, -1):
-		return append(b, "-inf"...)
-	}
-	if f == 0 || (math.Abs(f) >= 1e-4 && math.Abs(f) < 1e16) {
-		start := len(b)
-		b = strconv.AppendFloat(b, f, 'f', -1, bits)
-		if bytes.IndexByte(b[start:], '.') < 0 {
-			b = append(b, ".0"...)
-		}
-		return b
-	}
-	return strconv.AppendFloat(b, f, 'e', -1, bits)
-}
-
-// writePyRepr writes v roughly as Python's str() would, for maps and lists
-// met where a scalar was expected (they can then only match a wide glob).
-func writePyRepr(b *strings.Builder, v any, depth int) {
-	if depth > 32 {
-		b.WriteString("...")
-		return
-	}
-	switch x := v.(type) {
-	case string:
-		if depth == 0 {
-			b.WriteString(x)
-		} else {
-			b.WriteString(pyQuote(x))
-		}
-	case bool:
-		if x {
-			b.WriteString("True")
-		} else {
-			b.WriteString("False")
-		}
-	case nil:
-		b.WriteString("None")
-	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
-		var buf [40]byte
-		b.Write(appendNumber(buf[:0], v))
-	case []any:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writePyRepr(b, e, depth+1)
-		}
-		b.WriteByte(']')
-	case []string:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(pyQuote(e))
-		}
-		b.WriteByte(']')
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(pyQuote(k))
-			b.WriteString(": ")
-			writePyRepr(b, x[k], depth+1)
-		}
-		b.WriteByte('}')
-	case map[any]any:
-		keys := make([]string, 0, len(x))
-		vals := make(map[string]any, len(x))
-		for k, v := range x {
-			var kb strings.Builder
-			writePyRepr(&kb, k, depth+1)
-			keys = append(keys, kb.String())
-			vals[kb.String()] = v
-		}
-		sort.Strings(keys)
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(k)
-			b.WriteString(": ")
-			writePyRepr(b, vals[k], depth+1)
-		}
-		b.WriteByte('}')
-	default:
-		fmt.Fprint(b, x)
-	}
-}
-
-func pyQuote(s string) string {
-	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
-		return `"` + s + `"`
-	}
-	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", `\'`) + "'"
 }

@@ -5,9 +5,12 @@ import (
 	"math"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/halite-fleet/halite/internal/saltdata"
 )
 
 // Grains is a minion's grains flattened once into a compact form that
@@ -240,6 +243,18 @@ func (b *indexer) fill(i int, v any, depth int, elem bool) bool {
 				return false
 			}
 		}
+	case map[string]string:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sortKeys(keys)
+		kid := b.block(i, gMap, len(keys))
+		b.nodes[i].nkey = uint32(len(keys))
+		for j, k := range keys {
+			b.setKey(kid+j, k)
+			b.addText(kid+j, x[k])
+		}
 	case map[any]any:
 		keys := make([]string, 0, len(x))
 		var other []any
@@ -260,6 +275,12 @@ func (b *indexer) fill(i int, v any, depth int, elem bool) bool {
 			}
 		}
 		for j, k := range other {
+			if isInt(k) {
+				// Kept for traverse's integer retry: its decimal text,
+				// not a string key (skey stays false).
+				n, _ := saltdata.AppendNumber(nil, k)
+				b.nodes[kid+len(keys)+j].key = b.add(string(n))
+			}
 			if !b.fill(kid+len(keys)+j, x[k], depth+1, false) {
 				return false
 			}
@@ -288,18 +309,15 @@ func (b *indexer) fill(i int, v any, depth int, elem bool) bool {
 		b.addText(i, "None")
 	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
 		var buf [40]byte
-		b.addText(i, string(appendNumber(buf[:0], v)))
+		n, _ := saltdata.AppendNumber(buf[:0], v)
+		b.addText(i, string(n))
 	default:
-		var s strings.Builder
-		writePyRepr(&s, v, 0)
-		b.addText(i, s.String())
+		b.addText(i, saltdata.Str(v))
 	}
 	if elem {
 		switch v.(type) {
-		case map[string]any, map[any]any, []any, []string:
-			var s strings.Builder
-			writePyRepr(&s, v, 0)
-			b.addText(i, s.String())
+		case map[string]any, map[any]any, map[string]string, []any, []string:
+			b.addText(i, saltdata.Str(v))
 		}
 	}
 	return true
@@ -452,29 +470,39 @@ func (g *Grains) traverse(v uint32, key []keyPart) (uint32, bool) {
 	for _, k := range key {
 		switch n := &g.nodes[v]; n.kind {
 		case gMap:
-			c, ok := g.lookup(v, k.s, k.hash)
+			c, ok := g.lookup(v, k.S, k.hash)
+			if !ok && k.IsInt {
+				c, ok = g.lookupInt(v, k.Int)
+			}
 			if !ok {
 				return 0, false
 			}
 			v = c
 		case gList:
-			if !k.num {
-				found := false
-				for e := n.kid; e < n.kid+n.n; e++ {
-					if g.nodes[e].kind != gMap {
-						continue
-					}
-					if c, ok := g.lookup(e, k.s, k.hash); ok {
-						v, found = c, true
-						break
-					}
+			found := false
+			for e := n.kid; e < n.kid+n.n; e++ {
+				if g.nodes[e].kind != gMap {
+					continue
 				}
-				if !found {
-					return 0, false
+				var c uint32
+				var ok bool
+				if k.IsInt {
+					c, ok = g.lookupInt(e, k.Int)
+				} else {
+					c, ok = g.lookup(e, k.S, k.hash)
 				}
+				if ok {
+					v, found = c, true
+					break
+				}
+			}
+			if found {
 				continue
 			}
-			idx := k.idx
+			if !k.IsInt {
+				return 0, false
+			}
+			idx := k.Int
 			if idx < 0 {
 				idx += int(n.n)
 			}
@@ -487,6 +515,20 @@ func (g *Grains) traverse(v uint32, key []keyPart) (uint32, bool) {
 		}
 	}
 	return v, true
+}
+
+// lookupInt finds the entry of map node m whose key is the integer k (a
+// map[any]any's keys that are not strings, after its string keys).
+func (g *Grains) lookupInt(m uint32, k int) (uint32, bool) {
+	n := &g.nodes[m]
+	for e := n.kid + n.nkey; e < n.kid+n.n; e++ {
+		if key := g.nodes[e].key; key.len > 0 {
+			if x, err := strconv.Atoi(g.str(key)); err == nil && x == k {
+				return e, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // matchNode is matchValue: the node's str() against p.
@@ -506,6 +548,14 @@ func (g *Grains) matchNode(v uint32, p *pat, mode dataMode) bool {
 		return p.re != nil && p.re.MatchString(g.str(n.txt))
 	case modeExact:
 		return strings.EqualFold(g.str(n.txt), p.raw)
+	}
+	return false
+}
+
+func isInt(k any) bool {
+	switch k.(type) {
+	case int, int64, uint64: // the types saltdata.Step finds an integer key under
+		return true
 	}
 	return false
 }

@@ -381,3 +381,49 @@ func TestIndexTermsAgree(t *testing.T) {
 		try(n, "ipcidr", "")
 	}
 }
+
+// TestGrainKeysAsSaltTraverses: grain targets follow keys as Salt's
+// traverse_dict_and_list does (salt/utils/data.py, Salt 3006; see
+// saltdata.Step): an integer key of a YAML or CBOR map is reached by its
+// text (the key is yamlify_arg'ed and tried again), an integer key reaches
+// an embedded dict's integer key before the list position, and a
+// map[string]string is a dict. Walking the maps and reading the index agree.
+func TestGrainKeysAsSaltTraverses(t *testing.T) {
+	g := map[string]any{
+		"ports":  map[any]any{80: "http", int64(443): "https", uint64(8080): "alt", "22": "ssh"},
+		"slots":  []any{"first", map[any]any{int64(0): "embedded"}},
+		"env":    map[string]string{"site": "lyon"},
+		"labels": []any{map[string]string{"tier": "edge"}},
+	}
+	tests := []struct {
+		expr string
+		want bool
+	}{
+		{"G@ports:80:http", true},
+		{"G@ports:443:https", true},
+		{"G@ports:8080:alt", true},
+		{"G@ports:22:ssh", true},
+		{"G@ports:80:https", false},
+		{"G@ports:81:*", false},
+		{"G@slots:0:embedded", true},
+		{"G@slots:0:first", false},
+		{"G@slots:1:*", true},
+		{"G@env:site:lyon", true},
+		{"G@env:site", true},
+		{"G@env:lyon", false},
+		{"G@labels:tier:edge", true},
+		{"P@ports:80:ht+p", true},
+	}
+	for _, tt := range tests {
+		m, err := Compile(tt.expr, "compound", Options{})
+		if err != nil {
+			t.Fatalf("Compile(%q): %v", tt.expr, err)
+		}
+		if got := m.Match(&Minion{ID: "x", Grains: g}); got != tt.want {
+			t.Errorf("%s over the maps: got %v, want %v", tt.expr, got, tt.want)
+		}
+		if got := m.Match(&Minion{ID: "x", Grains: g, Index: Index(g)}); got != tt.want {
+			t.Errorf("%s over the index: got %v, want %v", tt.expr, got, tt.want)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/halite-fleet/halite/internal/saltdata"
 )
 
 // Limits on what Compile accepts, so that a hostile or mistaken target can
@@ -23,7 +25,7 @@ const (
 
 // DefaultDelimiter separates grain and pillar keys from each other and from
 // the value, as Salt's DEFAULT_TARGET_DELIM.
-const DefaultDelimiter = ":"
+const DefaultDelimiter = saltdata.DefaultDelimiter
 
 // Minion is what a target is matched against: a minion's id, its grains and
 // the pillar the master holds for it. Nil maps match no grain or pillar term.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/halite-fleet/halite/internal/saltdata"
 )
 
 // fleet is a fixed set of minions whose ids and grains cover the examples
@@ -412,7 +413,8 @@ func TestNodegroupBlowupRefused(t *testing.T) {
 }
 
 func itoa(i int) string {
-	return string(appendNumber(nil, i))
+	b, _ := saltdata.AppendNumber(nil, i)
+	return string(b)
 }
 
 func TestGrainValueFormats(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/halite-fleet/halite/agent/grains"
+	"github.com/halite-fleet/halite/internal/saltdata"
 )
 
 // config.get after salt/modules/config.py. Halite has no pillar yet, so the
@@ -17,7 +17,7 @@ func init() {
 	register(module{name: "config", funcs: []function{
 		{
 			name: "get",
-			params: []param{required("key"), optional("default", ""), optional("delimiter", grains.DefaultDelimiter),
+			params: []param{required("key"), optional("default", ""), optional("delimiter", saltdata.DefaultDelimiter),
 				optional("merge", nil), optional("omit_opts", false), optional("omit_pillar", false),
 				optional("omit_master", false), optional("omit_grains", false)},
 			doc: `Return the value of key from the agent's options, else its grains,
@@ -59,7 +59,7 @@ func configGet(_ context.Context, c *call) (any, error) {
 			if isTrue(c.arg(s.omit)) {
 				continue
 			}
-			if v, ok := grains.Lookup(s.data, key, delim); ok {
+			if v, ok := saltdata.Traverse(s.data, key, delim); ok {
 				return v, nil
 			}
 		}
@@ -76,7 +76,7 @@ func configGet(_ context.Context, c *call) (any, error) {
 	for _, m := range []map[string]any{g, opts} {
 		data = mergeDicts(data, m, strategy == "recurse")
 	}
-	if v, ok := grains.Lookup(data, key, delim); ok {
+	if v, ok := saltdata.Traverse(data, key, delim); ok {
 		return v, nil
 	}
 	return c.arg("default"), nil

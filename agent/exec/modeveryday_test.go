@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/halite-fleet/halite/agent/grains"
+	"github.com/halite-fleet/halite/internal/saltdata"
 )
 
 // newFileExecutor is an executor whose grains file is in a temporary
@@ -105,7 +106,7 @@ func TestGrainsFile(t *testing.T) {
 		if d := cmp.Diff(s.want, got.Return); d != "" {
 			t.Fatalf("%s: %s %v (-want +got):\n%s", s.name, s.fun, s.args, d)
 		}
-		v, ok := grains.Lookup(e.grains.Get(), s.grain, ":")
+		v, ok := saltdata.Traverse(e.grains.Get(), s.grain, ":")
 		switch {
 		case s.value == nil && ok:
 			t.Errorf("%s: grain %s = %v, want it removed", s.name, s.grain, v)

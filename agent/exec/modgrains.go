@@ -3,7 +3,7 @@ package exec
 import (
 	"context"
 
-	"github.com/halite-fleet/halite/agent/grains"
+	"github.com/halite-fleet/halite/internal/saltdata"
 )
 
 func init() {
@@ -21,7 +21,7 @@ CLI Example:
 		{
 			name: "get",
 			params: []param{required("key"), optional("default", ""),
-				optional("delimiter", grains.DefaultDelimiter), optional("ordered", true)},
+				optional("delimiter", saltdata.DefaultDelimiter), optional("ordered", true)},
 			doc: `Return the grain named key, or default ("" unless given) when it is
 missing. Nested grains are reached with a delimited key (":" by default):
 
@@ -37,7 +37,7 @@ missing. Nested grains are reached with a delimited key (":" by default):
 				if err != nil {
 					return nil, err
 				}
-				if v, ok := grains.Lookup(c.e.grains.Get(), key, delim); ok {
+				if v, ok := saltdata.Traverse(c.e.grains.Get(), key, delim); ok {
 					return v, nil
 				}
 				return c.arg("default"), nil
@@ -79,7 +79,7 @@ func grainsItem(_ context.Context, c *call) (any, error) {
 	if !ok {
 		def = ""
 	}
-	delim := grains.DefaultDelimiter
+	delim := saltdata.DefaultDelimiter
 	if d, ok := c.kw["delimiter"]; ok {
 		s, ok := toString(d)
 		if !ok {
@@ -94,7 +94,7 @@ func grainsItem(_ context.Context, c *call) (any, error) {
 		if !ok {
 			return nil, invalidf("grain names must be strings, not %v", a)
 		}
-		if v, ok := grains.Lookup(g, key, delim); ok {
+		if v, ok := saltdata.Traverse(g, key, delim); ok {
 			out[key] = v
 		} else {
 			out[key] = def

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/halite-fleet/halite/agent/grains"
+	"github.com/halite-fleet/halite/internal/saltdata"
 )
 
 // The grains functions that change the agent's grains file (Salt's
@@ -55,7 +56,7 @@ CLI Example:
 		{
 			name: "append",
 			params: []param{required("key"), required("val"), optional("convert", false),
-				optional("delimiter", grains.DefaultDelimiter)},
+				optional("delimiter", saltdata.DefaultDelimiter)},
 			doc: `Append val (or each item of a list val) to the list grain key in the
 grains file, making the list if the grain is missing. convert=True turns a
 grain that is not a list into one. Nested keys use delimiter (":").
@@ -68,7 +69,7 @@ CLI Example:
 		{
 			name: "set",
 			params: []param{required("key"), optional("val", ""), optional("force", false),
-				optional("destructive", false), optional("delimiter", grains.DefaultDelimiter)},
+				optional("destructive", false), optional("delimiter", saltdata.DefaultDelimiter)},
 			doc: `Set a grain, nested keys included (apps:myApp:port), in the grains
 file. A grain that is a dict or a list, or a dict or list val over an
 existing grain, needs force=True. Returns {comment, changes, result}.
@@ -90,7 +91,7 @@ CLI Example:
 
     halite '*' grains.delval key destructive=True`,
 			run: func(_ context.Context, c *call) (any, error) {
-				c.named["delimiter"] = grains.DefaultDelimiter
+				c.named["delimiter"] = saltdata.DefaultDelimiter
 				return grainsSet(c, nil, isTrue(c.arg("force")), isTrue(c.arg("destructive")))
 			},
 		},
@@ -147,7 +148,7 @@ func grainsAppend(_ context.Context, c *call) (any, error) {
 	}
 	val := c.arg("val")
 	cur := c.e.grains.Get()
-	v, ok := grains.Lookup(cur, key, delim)
+	v, ok := saltdata.Traverse(cur, key, delim)
 	if !ok {
 		v = []any{}
 	}
@@ -180,7 +181,7 @@ func grainsAppend(_ context.Context, c *call) (any, error) {
 		i := strings.LastIndex(key, delim)
 		rest := key[i+len(delim):]
 		key = key[:i]
-		parent, ok := grains.Lookup(cur, key, delim)
+		parent, ok := saltdata.Traverse(cur, key, delim)
 		if !ok {
 			parent = map[string]any{}
 		}
@@ -210,7 +211,7 @@ func grainsSet(c *call, val any, force, destructive bool) (any, error) {
 	}
 	newComplex := isComplex(val)
 	cur := c.e.grains.Get()
-	existing, exists := grains.Lookup(cur, key, delim)
+	existing, exists := saltdata.Traverse(cur, key, delim)
 	if exists && pyEqual(existing, val) && (val != nil || !destructive) {
 		ret["comment"] = "Grain is already set"
 		return ret, nil
@@ -230,7 +231,7 @@ func grainsSet(c *call, val any, force, destructive bool) (any, error) {
 		i := strings.LastIndex(key, delim)
 		rest := key[i+len(delim):]
 		key = key[:i]
-		parent, ok := grains.Lookup(cur, key, delim)
+		parent, ok := saltdata.Traverse(cur, key, delim)
 		if !ok {
 			parent = map[string]any{}
 		}

@@ -432,7 +432,8 @@ func uniqSorted(s []string) []string {
 	return out
 }
 
-// toAny makes a list grain a []any, the shape every decoder and Lookup sees.
+// toAny makes a list grain a []any, the shape every decoder and
+// saltdata.Traverse sees.
 func toAny(s []string) []any {
 	out := make([]any, len(s))
 	for i, v := range s {
@@ -555,78 +556,4 @@ func (s *Store) refreshLocked() map[string]any {
 	g := Collect(s.id, s.layers(), s.log)
 	s.cur.Store(&g)
 	return g
-}
-
-// DefaultDelimiter separates nested keys, as in Salt's "ip_interfaces:eth0".
-const DefaultDelimiter = ":"
-
-// Lookup finds a nested key such as "ip_interfaces:eth0:0" in grains, with
-// Salt's traverse_dict_and_list rules: a map is indexed by the key part (or
-// its integer form), a list by an integer index (negative counts from the
-// end) or, for a non-integer part, by the first map in the list holding that
-// key. An empty delim means DefaultDelimiter.
-func Lookup(grains map[string]any, key string, delim string) (any, bool) {
-	if delim == "" {
-		delim = DefaultDelimiter
-	}
-	var ptr any = grains
-	for _, part := range strings.Split(key, delim) {
-		next, ok := step(ptr, part)
-		if !ok {
-			return nil, false
-		}
-		ptr = next
-	}
-	return ptr, true
-}
-
-// step descends one level of a nested grain.
-func step(ptr any, part string) (any, bool) {
-	switch v := ptr.(type) {
-	case map[string]any:
-		x, ok := v[part]
-		return x, ok
-	case map[string]string:
-		x, ok := v[part]
-		return x, ok
-	case map[any]any:
-		if x, ok := v[part]; ok {
-			return x, true
-		}
-		if n, err := strconv.ParseInt(part, 10, 64); err == nil {
-			for _, k := range []any{int(n), n, uint64(n)} {
-				if x, ok := v[k]; ok {
-					return x, true
-				}
-			}
-		}
-		return nil, false
-	case []any:
-		return stepList(v, part)
-	case []string:
-		return stepList(toAny(v), part)
-	}
-	return nil, false
-}
-
-func stepList(list []any, part string) (any, bool) {
-	n, err := strconv.Atoi(part)
-	if err != nil {
-		for _, item := range list {
-			switch item.(type) {
-			case map[string]any, map[any]any, map[string]string:
-				if x, ok := step(item, part); ok {
-					return x, true
-				}
-			}
-		}
-		return nil, false
-	}
-	if n < 0 {
-		n += len(list)
-	}
-	if n < 0 || n >= len(list) {
-		return nil, false
-	}
-	return list[n], true
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
+
+	"github.com/halite-fleet/halite/internal/saltdata"
 )
 
 func TestMain(m *testing.M) {
@@ -74,7 +76,7 @@ func TestCollectStaticOverlay(t *testing.T) {
 	if got, want := g["os"], "CameraOS"; got != want {
 		t.Errorf("os: got %v, want the static grain %v", got, want)
 	}
-	if got, ok := Lookup(g, "site:rack", ":"); !ok || got != 4 {
+	if got, ok := saltdata.Traverse(g, "site:rack", ":"); !ok || got != 4 {
 		t.Errorf("site:rack: got %v, %v, want 4, true", got, ok)
 	}
 	if got, want := g["id"], "cam-02"; got != want {
@@ -168,45 +170,6 @@ func TestParseCPUInfo(t *testing.T) {
 			n, model := parseCPUInfo(tt.text)
 			if n != tt.wantN || model != tt.wantModel {
 				t.Errorf("got %d, %q, want %d, %q", n, model, tt.wantN, tt.wantModel)
-			}
-		})
-	}
-}
-
-func TestLookup(t *testing.T) {
-	g := map[string]any{
-		"os":            "Debian",
-		"ip_interfaces": map[string]any{"eth0": []any{"10.0.0.2", "fe80::1"}},
-		"roles":         []any{"camera", map[string]any{"zone": "north"}},
-		"yaml":          map[any]any{"a": 1, int64(7): "seven"},
-		"plain":         []string{"x", "y"},
-		"a.b":           map[string]any{"c": true},
-	}
-	tests := []struct {
-		key, delim string
-		want       any
-		wantOK     bool
-	}{
-		{"os", "", "Debian", true},
-		{"ip_interfaces:eth0:0", "", "10.0.0.2", true},
-		{"ip_interfaces:eth0:-1", ":", "fe80::1", true},
-		{"ip_interfaces:eth0:2", ":", nil, false},
-		{"ip_interfaces:eth1", ":", nil, false},
-		{"roles:zone", ":", "north", true},
-		{"roles:site", ":", nil, false},
-		{"yaml:a", ":", 1, true},
-		{"yaml:7", ":", "seven", true},
-		{"plain:1", ":", "y", true},
-		{"os:x", ":", nil, false},
-		{"a.b.c", ".", nil, false},
-		{"a.b|c", "|", true, true},
-		{"missing", ":", nil, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.key, func(t *testing.T) {
-			got, ok := Lookup(g, tt.key, tt.delim)
-			if ok != tt.wantOK || !cmp.Equal(got, tt.want) {
-				t.Errorf("Lookup(%q, %q): got %v, %v, want %v, %v", tt.key, tt.delim, got, ok, tt.want, tt.wantOK)
 			}
 		})
 	}

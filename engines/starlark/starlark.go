@@ -17,9 +17,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/halite-fleet/halite/agent/grains"
 	"github.com/halite-fleet/halite/engines"
 	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/internal/saltdata"
 	"github.com/halite-fleet/halite/targets"
 )
 
@@ -311,7 +311,7 @@ func (rt *runtime) grainsGet(_ *starlark.Thread, fn *starlark.Builtin, args star
 	if rt.env.Grains == nil {
 		return def, nil
 	}
-	v, ok := grains.Lookup(rt.env.Grains(), key, ":")
+	v, ok := saltdata.Traverse(rt.env.Grains(), key, ":")
 	if !ok {
 		return def, nil
 	}
@@ -334,7 +334,7 @@ func (rt *runtime) configGet(_ *starlark.Thread, fn *starlark.Builtin, args star
 	if v, ok := rt.opts[key]; ok {
 		return ToValue(v), nil
 	}
-	if v, ok := grains.Lookup(rt.env.Config, key, ":"); ok {
+	if v, ok := saltdata.Traverse(rt.env.Config, key, ":"); ok {
 		return ToValue(v), nil
 	}
 	return def, nil

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/halite-fleet/halite/internal/saltdata"
 )
 
 // renderJSON renders like Salt's json_out: Python's json.dumps with
@@ -53,7 +55,7 @@ func (j *jsonWriter) value(v any, depth int) {
 	case bool:
 		j.b.WriteString(strconv.FormatBool(x))
 	case int64, uint64, *big.Int:
-		j.b.WriteString(pyRepr(x))
+		j.b.WriteString(saltdata.Repr(x))
 	case float64:
 		j.b.WriteString(jsonFloat(x))
 	case string:
@@ -91,7 +93,7 @@ func (j *jsonWriter) value(v any, depth int) {
 		j.newline(depth)
 		j.b.WriteByte('}')
 	default:
-		writeJSONString(&j.b, pyRepr(x))
+		writeJSONString(&j.b, saltdata.Repr(x))
 	}
 }
 
@@ -106,7 +108,7 @@ func jsonFloat(f float64) string {
 	case math.IsInf(f, -1):
 		return "-Infinity"
 	}
-	return pyFloat(f)
+	return string(saltdata.AppendFloat(nil, f))
 }
 
 // jsonKey converts a map key to the string Python's json makes of it.
@@ -121,7 +123,7 @@ func jsonKey(k any) string {
 	case float64:
 		return jsonFloat(x)
 	}
-	return pyRepr(k)
+	return saltdata.Repr(k)
 }
 
 // writeJSONString quotes s as Python's json does with ensure_ascii off:

@@ -3,6 +3,8 @@ package output
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/halite-fleet/halite/internal/saltdata"
 )
 
 // ANSI colours of Salt's default theme (salt.utils.color.get_colors).
@@ -50,7 +52,7 @@ func (n *nested) display(v any, indent int, prefix string) {
 	}
 	switch x := v.(type) {
 	case nil, bool, int64, uint64, float64:
-		n.line(indent, colorLightYellow, prefix, pyRepr(x), "")
+		n.line(indent, colorLightYellow, prefix, saltdata.Repr(x), "")
 	case string:
 		pad := strings.Repeat(" ", len(prefix))
 		for i, l := range splitLines(x) {
@@ -79,13 +81,13 @@ func (n *nested) display(v any, indent int, prefix string) {
 			n.line(indent, colorCyan, "", "----------", "")
 		}
 		for i, k := range x.keys {
-			n.line(indent, colorCyan, prefix, stripEscapes(pyStr(k)), ":")
+			n.line(indent, colorCyan, prefix, stripEscapes(saltdata.Str(k)), ":")
 			n.display(x.vals[i], indent+4, "")
 		}
 	default:
 		// Bytes that are not text and big integers: Salt prints nothing
 		// for the first, which hides data; show the repr instead.
-		n.line(indent, colorLightYellow, prefix, pyRepr(x), "")
+		n.line(indent, colorLightYellow, prefix, saltdata.Repr(x), "")
 	}
 }
 

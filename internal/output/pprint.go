@@ -1,6 +1,10 @@
 package output
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/halite-fleet/halite/internal/saltdata"
+)
 
 // renderPprint renders like Salt's pprint outputter
 // (salt/output/pprint_out.py): pprint.pformat(data), with
@@ -27,11 +31,11 @@ func renderNewlineValuesOnly(v any, opts Options) (string, error) {
 	for _, val := range d.vals {
 		if l, ok := val.(list); ok {
 			for _, e := range l {
-				lines = append(lines, pyStr(e))
+				lines = append(lines, saltdata.Str(e))
 			}
 			continue
 		}
-		lines = append(lines, pyStr(val))
+		lines = append(lines, saltdata.Str(val))
 	}
 	return strings.Join(lines, "\n"), nil
 }

@@ -1,216 +1,16 @@
 package output
 
 import (
-	"fmt"
-	"math"
-	"math/big"
-	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/halite-fleet/halite/internal/saltdata"
 )
 
-// This file renders normalised values as Python would: repr() and str() of
-// the objects Salt holds after decoding a return, Python's str.splitlines,
-// and pprint.pformat for txt's non-dict case.
-
-// pyRepr returns Python's repr() of a normalised value.
-func pyRepr(v any) string {
-	var b strings.Builder
-	writeRepr(&b, v)
-	return b.String()
-}
-
-// pyStr returns Python's str() of a normalised value: a string is itself,
-// everything else is its repr.
-func pyStr(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return pyRepr(v)
-}
-
-func writeRepr(b *strings.Builder, v any) {
-	switch x := v.(type) {
-	case nil:
-		b.WriteString("None")
-	case bool:
-		b.WriteString(pyBool(x))
-	case int64:
-		b.WriteString(strconv.FormatInt(x, 10))
-	case uint64:
-		b.WriteString(strconv.FormatUint(x, 10))
-	case *big.Int:
-		b.WriteString(x.String())
-	case float64:
-		b.WriteString(pyFloat(x))
-	case string:
-		writeStrRepr(b, x)
-	case []byte:
-		writeBytesRepr(b, x)
-	case list:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeRepr(b, e)
-		}
-		b.WriteByte(']')
-	case *dict:
-		b.WriteByte('{')
-		for i, k := range x.keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeRepr(b, k)
-			b.WriteString(": ")
-			writeRepr(b, x.vals[i])
-		}
-		b.WriteByte('}')
-	default:
-		// normalize never yields anything else.
-		fmt.Fprintf(b, "%v", x)
-	}
-}
-
-func pyBool(x bool) string {
-	if x {
-		return "True"
-	}
-	return "False"
-}
-
-// pyFloat formats f as Python's repr(float): the shortest digits that read
-// back the same, in positional notation when the decimal point falls within
-// 16 digits, else in exponent notation with at least two exponent digits;
-// integral values keep a ".0".
-func pyFloat(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "nan"
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	}
-	s := strconv.FormatFloat(f, 'e', -1, 64) // [-]d[.ddd]e±dd
-	sign := ""
-	if s[0] == '-' {
-		sign, s = "-", s[1:]
-	}
-	mant, expStr, _ := strings.Cut(s, "e")
-	exp, _ := strconv.Atoi(expStr) // FormatFloat always writes a valid exponent
-	digits := strings.Replace(mant, ".", "", 1)
-	decpt := exp + 1 // digits before the decimal point
-	var b strings.Builder
-	b.WriteString(sign)
-	switch {
-	case decpt > -4 && decpt <= 16:
-		switch {
-		case decpt <= 0:
-			b.WriteString("0.")
-			b.WriteString(strings.Repeat("0", -decpt))
-			b.WriteString(digits)
-		case decpt >= len(digits):
-			b.WriteString(digits)
-			b.WriteString(strings.Repeat("0", decpt-len(digits)))
-			b.WriteString(".0")
-		default:
-			b.WriteString(digits[:decpt])
-			b.WriteByte('.')
-			b.WriteString(digits[decpt:])
-		}
-	default:
-		b.WriteString(digits[:1])
-		if len(digits) > 1 {
-			b.WriteByte('.')
-			b.WriteString(digits[1:])
-		}
-		b.WriteByte('e')
-		if exp < 0 {
-			b.WriteByte('-')
-			exp = -exp
-		} else {
-			b.WriteByte('+')
-		}
-		if exp < 10 {
-			b.WriteByte('0')
-		}
-		b.WriteString(strconv.Itoa(exp))
-	}
-	return b.String()
-}
-
-// reprQuote picks the quote Python's repr uses: a single quote unless the
-// text holds one and no double quote.
-func reprQuote(s string) byte {
-	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
-		return '"'
-	}
-	return '\''
-}
-
-func writeStrRepr(b *strings.Builder, s string) {
-	q := reprQuote(s)
-	b.WriteByte(q)
-	for _, r := range s {
-		switch {
-		case r == rune(q) || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r < ' ' || r == 0x7f:
-			fmt.Fprintf(b, `\x%02x`, r)
-		case r < 0x7f || pyPrintable(r):
-			b.WriteRune(r)
-		case r <= 0xff:
-			fmt.Fprintf(b, `\x%02x`, r)
-		case r <= 0xffff:
-			fmt.Fprintf(b, `\u%04x`, r)
-		default:
-			fmt.Fprintf(b, `\U%08x`, r)
-		}
-	}
-	b.WriteByte(q)
-}
-
-// pyPrintable approximates Python's str.isprintable for one character:
-// everything but separators other than space, controls, format characters,
-// surrogates, private use and unassigned code points. Invalid UTF-8 decodes
-// to U+FFFD, which is printable.
-func pyPrintable(r rune) bool {
-	return unicode.IsPrint(r)
-}
-
-func writeBytesRepr(b *strings.Builder, p []byte) {
-	q := reprQuote(string(p))
-	b.WriteByte('b')
-	b.WriteByte(q)
-	for _, c := range p {
-		switch {
-		case c == q || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c == '\t':
-			b.WriteString(`\t`)
-		case c == '\n':
-			b.WriteString(`\n`)
-		case c == '\r':
-			b.WriteString(`\r`)
-		case c < ' ' || c >= 0x7f:
-			fmt.Fprintf(b, `\x%02x`, c)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte(q)
-}
+// This file renders normalised values as Python would: Python's
+// str.splitlines, and pprint.pformat for txt's non-dict case. repr() and
+// str() are internal/saltdata's Repr and Str (list and *dict are its Seq and
+// Dict).
 
 // splitLines splits s as Python's str.splitlines does: at \n, \r, \r\n,
 // \v, \f, \x1c, \x1d, \x1e, \x85, U+2028 and U+2029, with no empty line after
@@ -301,7 +101,7 @@ func sortDicts(v any) any {
 type pformatter struct{ per int }
 
 func (pf pformatter) format(b *strings.Builder, v any, indent, allowance int) {
-	rep := pyRepr(v)
+	rep := saltdata.Repr(v)
 	if utf8.RuneCountInString(rep) <= pprintWidth-indent-allowance {
 		b.WriteString(rep)
 		return
@@ -317,7 +117,7 @@ func (pf pformatter) format(b *strings.Builder, v any, indent, allowance int) {
 		indent += pf.per
 		for i, k := range x.keys {
 			last := i == len(x.keys)-1
-			krep := pyRepr(k)
+			krep := saltdata.Repr(k)
 			b.WriteString(krep)
 			b.WriteString(": ")
 			a := 1

@@ -1,49 +1,14 @@
 package output
 
 import (
-	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/halite-fleet/halite/internal/saltdata"
 )
 
-// The wants below are what CPython 3.11 prints for the same values.
-
-func TestPyFloat(t *testing.T) {
-	tests := []struct {
-		in   float64
-		want string
-	}{
-		{0, "0.0"},
-		{math.Copysign(0, -1), "-0.0"},
-		{1, "1.0"},
-		{0.5, "0.5"},
-		{1e20, "1e+20"},
-		{1e16, "1e+16"},
-		{1e15, "1000000000000000.0"},
-		{9999999999999998, "9999999999999998.0"},
-		{1e-4, "0.0001"},
-		{1e-5, "1e-05"},
-		{0.1, "0.1"},
-		{1.0 / 3, "0.3333333333333333"},
-		{2.5e-7, "2.5e-07"},
-		{123456789.123, "123456789.123"},
-		{math.MaxFloat64, "1.7976931348623157e+308"},
-		{5e-324, "5e-324"},
-		{-1.5e300, "-1.5e+300"},
-		{100, "100.0"},
-		{1e22, "1e+22"},
-		{12345678901234567890, "1.2345678901234567e+19"},
-		{math.Inf(1), "inf"},
-		{math.Inf(-1), "-inf"},
-		{math.NaN(), "nan"},
-	}
-	for _, tt := range tests {
-		if got := pyFloat(tt.in); got != tt.want {
-			t.Errorf("pyFloat(%v) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
+// The wants below are what CPython 3.11 prints for the same values: the
+// normalised list and dict print through saltdata.Repr as Python lists and dicts.
 
 func TestPyRepr(t *testing.T) {
 	tests := []struct {
@@ -73,8 +38,8 @@ func TestPyRepr(t *testing.T) {
 		{&dict{keys: []any{"a", int64(2)}, vals: []any{false, &dict{}}}, "{'a': False, 2: {}}"},
 	}
 	for _, tt := range tests {
-		if got := pyRepr(tt.in); got != tt.want {
-			t.Errorf("pyRepr(%#v) = %s, want %s", tt.in, got, tt.want)
+		if got := saltdata.Repr(tt.in); got != tt.want {
+			t.Errorf("saltdata.Repr(%#v) = %s, want %s", tt.in, got, tt.want)
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package output
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/halite-fleet/halite/internal/saltdata"
+)
 
 // renderTxt renders like Salt's txt outputter: for a dict, one
 // "key: value" line per entry, a string value giving one line per line of
@@ -12,7 +16,7 @@ func renderTxt(v any, _ Options) (string, error) {
 	switch x := v.(type) {
 	case *dict:
 		for i, k := range x.keys {
-			key := pyStr(k)
+			key := saltdata.Str(k)
 			switch val := x.vals[i].(type) {
 			case string:
 				for _, l := range splitLines(val) {
@@ -20,10 +24,10 @@ func renderTxt(v any, _ Options) (string, error) {
 				}
 			case []byte:
 				for _, l := range splitByteLines(val) {
-					b.WriteString(key + ": " + pyRepr(l) + "\n")
+					b.WriteString(key + ": " + saltdata.Repr(l) + "\n")
 				}
 			default:
-				b.WriteString(key + ": " + pyStr(val) + "\n")
+				b.WriteString(key + ": " + saltdata.Str(val) + "\n")
 			}
 		}
 	case string:
@@ -36,5 +40,5 @@ func renderTxt(v any, _ Options) (string, error) {
 
 // renderRaw renders like Salt's raw outputter: Python's str() of the data.
 func renderRaw(v any, _ Options) (string, error) {
-	return pyStr(v), nil
+	return saltdata.Str(v), nil
 }

@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"slices"
 	"time"
+
+	"github.com/halite-fleet/halite/internal/saltdata"
 )
 
 // maxDepth bounds how deeply nested a value may be. CBOR decoding has its
@@ -33,6 +35,13 @@ type dict struct {
 	vals    []any
 	ordered bool
 }
+
+// SeqLen and SeqAt make a list a saltdata.Seq, DictLen and DictAt a dict a
+// saltdata.Dict, for saltdata.Repr.
+func (l list) SeqLen() int              { return len(l) }
+func (l list) SeqAt(i int) any          { return l[i] }
+func (d *dict) DictLen() int            { return len(d.keys) }
+func (d *dict) DictAt(i int) (k, v any) { return d.keys[i], d.vals[i] }
 
 // sorted returns d with its keys sorted, for the outputters that sort as
 // Salt's do (nested, yaml, pprint).
@@ -319,7 +328,7 @@ func compareKeys(a, b any) int {
 	case int64, uint64, *big.Int, float64:
 		return compareNumbers(a, b)
 	}
-	return cmp.Compare(pyRepr(a), pyRepr(b))
+	return cmp.Compare(saltdata.Repr(a), saltdata.Repr(b))
 }
 
 func compareNumbers(a, b any) int {

@@ -11,6 +11,8 @@ import (
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/halite-fleet/halite/internal/saltdata"
 )
 
 // renderYAML renders like Salt's yaml_out (PyYAML's safe_dump with libyaml's
@@ -51,7 +53,7 @@ func yamlNode(v any) *yaml.Node {
 	case bool:
 		return scalar("!!bool", strconv.FormatBool(x))
 	case int64, uint64, *big.Int:
-		return scalar("!!int", pyRepr(x))
+		return scalar("!!int", saltdata.Repr(x))
 	case float64:
 		return scalar("!!float", yamlFloat(x))
 	case string:
@@ -74,7 +76,7 @@ func yamlNode(v any) *yaml.Node {
 		}
 		return n
 	}
-	return yamlString(pyRepr(v))
+	return yamlString(saltdata.Repr(v))
 }
 
 func scalar(tag, value string) *yaml.Node {
@@ -126,7 +128,7 @@ func yamlFloat(f float64) string {
 	case math.IsInf(f, -1):
 		return "-.inf"
 	}
-	s := pyFloat(f)
+	s := string(saltdata.AppendFloat(nil, f))
 	if !strings.Contains(s, ".") && strings.Contains(s, "e") {
 		s = strings.Replace(s, "e", ".0e", 1)
 	}

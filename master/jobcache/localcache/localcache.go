@@ -1,8 +1,4 @@
-// Package local_cache is the local_cache returner: the master's embedded
-// job cache (master/jobcache) behind the returner interface, so that
-// master_job_cache: local_cache (the default) and ret.* runners on it work
-// like any other job cache. It registers itself as "local_cache".
-package local_cache
+package localcache
 
 import (
 	"context"

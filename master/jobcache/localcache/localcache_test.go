@@ -1,4 +1,4 @@
-package local_cache
+package localcache
 
 import (
 	"path/filepath"
