@@ -26,7 +26,9 @@ const ALPN = "halite/1"
 //	7: 2026-11-24: MineGet and MineData (mine.get from an agent);
 //	   ReturnBody.Schedule (the schedule job a return is of). Mine data go
 //	   to the master as events tagged "_minion_mine".
-const CapabilityVersion = 7
+//	8: 2026-11-24: compound jobs: JobBody.Funs, FunArgs and FunKwargs
+//	   (Salt's list "fun"); the agent returns a map keyed by function.
+const CapabilityVersion = 8
 
 // CapAck is the first CapabilityVersion whose masters send Ack: an agent
 // talking to an older master drops an item from its outbox once written.
