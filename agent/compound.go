@@ -23,7 +23,7 @@ import (
 // b.Timeout bounds the whole job: each function gets what is left of it,
 // and those the job has no time left for are not run.
 func (a *Agent) runCompound(ctx context.Context, b *protocol.JobBody) (res exec.Result, funArgs []any) {
-	ordered, _ := a.cfg.Raw["multifunc_ordered"].(bool)
+	ordered := a.cfg.MultifuncOrdered
 	byName := make(map[string]any, len(b.Funs))
 	inOrder := make([]any, len(b.Funs))
 	funArgs = make([]any, len(b.Funs))

@@ -105,9 +105,7 @@ func TestCompoundJob(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := newTestAgent(t, "cam-01", nil, func(c *config.Agent) {
-				if tt.ordered {
-					c.Raw = map[string]any{"multifunc_ordered": true}
-				}
+				c.MultifuncOrdered = tt.ordered
 			})
 			key := fakeMasterKey(t, a)
 			b := &protocol.JobBody{
