@@ -47,6 +47,9 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 	if err := checkReturn(req.Ret); err != nil {
 		return nil, err
 	}
+	if err := checkCompound(req); err != nil { // servePublish's callers and the others'
+		return nil, err
+	}
 	minions, err := m.expected(req.Tgt, req.TgtType, req.Delimiter)
 	if err != nil {
 		return nil, err
