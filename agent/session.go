@@ -434,13 +434,19 @@ func (a *Agent) forMe(b *protocol.JobBody) bool {
 
 // runJob runs a job and queues its signed return.
 func (a *Agent) runJob(ctx context.Context, b *protocol.JobBody, out *outbox) {
-	res := a.exec.Run(ctx, exec.Request{
-		JID: b.JID, Fun: b.Fun, Args: b.Arg, Kwargs: b.Kwarg, Tgt: b.Tgt, TgtType: b.TgtType, User: b.User,
-		Timeout: time.Duration(b.Timeout) * time.Second,
-	})
-	funArgs := append([]any{}, b.Arg...)
-	if len(b.Kwarg) > 0 {
-		funArgs = append(funArgs, b.Kwarg)
+	var res exec.Result
+	var funArgs []any
+	if len(b.Funs) > 0 {
+		res, funArgs = a.runCompound(ctx, b) // compound.go
+	} else {
+		res = a.exec.Run(ctx, exec.Request{
+			JID: b.JID, Fun: b.Fun, Args: b.Arg, Kwargs: b.Kwarg, Tgt: b.Tgt, TgtType: b.TgtType, User: b.User,
+			Timeout: time.Duration(b.Timeout) * time.Second,
+		})
+		funArgs = append([]any{}, b.Arg...)
+		if len(b.Kwarg) > 0 {
+			funArgs = append(funArgs, b.Kwarg)
+		}
 	}
 	ret := &protocol.ReturnBody{
 		ID: a.cfg.ID, JID: b.JID, Fun: b.Fun, FunArgs: funArgs,

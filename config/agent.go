@@ -56,6 +56,10 @@ type Agent struct {
 	// on disk (cachedir/spool) until the master acknowledges them; past
 	// it the oldest are dropped.
 	SpoolMax int `yaml:"spool_max"`
+	// MultifuncOrdered makes a compound job's return a list of the
+	// functions' returns in their order, instead of a mapping keyed by
+	// function (Salt's multifunc_ordered).
+	MultifuncOrdered bool `yaml:"multifunc_ordered"`
 	// JobReplayWindow, in seconds, is how old a job may be when it
 	// arrives: older than that by the agent's clock (when it is set), or
 	// than the newest job seen from the same master, it is refused as a
@@ -152,6 +156,7 @@ func agentOptions() map[string]*option[Agent] {
 		optOneOf("file_client", func(a *A) *string { return &a.FileClient }, []string{"remote", "local"}, "local: masterless"),
 		optAnyList("reactor", func(a *A) *[]any { return &a.Reactor }, "the agent's own reactor rules"),
 		optCount("spool_max", func(a *A) *int { return &a.SpoolMax }, "bytes of returns and events kept on disk until acknowledged"),
+		optBool("multifunc_ordered", func(a *A) *bool { return &a.MultifuncOrdered }, "a compound job returns a list in the functions' order, not a mapping by function"),
 		optCount("job_replay_window", func(a *A) *int { return &a.JobReplayWindow }, "seconds old a job may be; older is refused as a replay; 0: off"),
 		optLevel("log_level", func(a *A) *string { return &a.LogLevel }, "console log level"),
 		optStr("log_file", func(a *A) *string { return &a.LogFile }, "log file"),

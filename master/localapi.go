@@ -139,6 +139,10 @@ func (m *Master) servePublish(ctx context.Context, a *apiConn, req *api.Request)
 		a.send(&api.Response{Kind: api.KindJob, Minions: minions, Done: true})
 		return
 	}
+	if err := checkCompound(req); err != nil {
+		a.fail(err)
+		return
+	}
 	if req.Fun == "" {
 		a.fail(badRequest("no function given"))
 		return

@@ -2,6 +2,7 @@ package master
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -46,6 +47,9 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 	if err := checkReturn(req.Ret); err != nil {
 		return nil, err
 	}
+	if err := checkCompound(req); err != nil { // servePublish's callers and the others'
+		return nil, err
+	}
 	minions, err := m.expected(req.Tgt, req.TgtType, req.Delimiter)
 	if err != nil {
 		return nil, err
@@ -65,12 +69,20 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 		JID: jid, Tgt: req.Tgt, TgtType: tgtTypeOr(req.TgtType), Fun: req.Fun,
 		Arg: req.Arg, Kwarg: jobKwarg, User: user, Ret: req.Ret, Master: m.name,
 		Delimiter: req.Delimiter, Issued: time.Now().Unix(),
+		Funs: req.Funs, FunArgs: req.FunArgs, FunKwargs: req.FunKwargs,
 	}
 	now := time.Now()
 	load := &jobcache.Load{
 		JID: jid, Tgt: req.Tgt, TgtType: jb.TgtType, Fun: req.Fun, Arg: req.Arg, Kwarg: req.Kwarg,
 		Minions: minions, User: user, Ret: req.Ret, StartTime: now,
 		RetConfig: req.ReturnConfig, RetKwargs: req.ReturnKwargs,
+	}
+	var funs any = req.Fun
+	if len(req.Funs) > 0 {
+		// Salt's load of a compound job: "fun" a list, "arg" a list of
+		// each function's arguments (LocalClient.cmd in
+		// salt/client/__init__.py).
+		load.Arg, funs = compoundArgs(req), toAnyList(req.Funs)
 	}
 	// A job the cache could not read back, or a device could not receive,
 	// is refused before anything is stored or sent.
@@ -99,19 +111,12 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 		m.rets.jobPublished(load)
 	}
 	m.metrics.jobPublished(jid, now)
-	arg := req.Arg
-	if arg == nil {
-		arg = []any{}
-	}
-	if len(req.Kwarg) > 0 {
-		kw := map[string]any{"__kwarg__": true}
-		for k, v := range req.Kwarg {
-			kw[k] = v
-		}
-		arg = append(append([]any{}, arg...), kw)
+	arg := saltArgs(req.Arg, req.Kwarg)
+	if len(req.Funs) > 0 {
+		arg = load.Arg
 	}
 	m.bus.Publish(event.TagJobNew(jid), map[string]any{
-		"jid": jid, "tgt": req.Tgt, "tgt_type": jb.TgtType, "fun": req.Fun, "arg": arg,
+		"jid": jid, "tgt": req.Tgt, "tgt_type": jb.TgtType, "fun": funs, "arg": arg,
 		"minions": minions, "missing": []string{}, "user": user, "_stamp": event.Stamp(now),
 	})
 	p := &published{jid: jid, minions: minions}
@@ -137,6 +142,61 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 	m.log.Info("published job", zap.String("jid", jid), zap.String("fun", req.Fun),
 		zap.Int("minions", len(minions)), zap.Int("not_connected", len(p.notConnected)))
 	return p, nil
+}
+
+// saltArgs is Salt's "arg" of a function: its positional arguments, then,
+// if it has any, its keyword arguments as one map with "__kwarg__": true.
+func saltArgs(arg []any, kwarg map[string]any) []any {
+	out := append(make([]any, 0, len(arg)+1), arg...)
+	if len(kwarg) > 0 {
+		kw := map[string]any{"__kwarg__": true}
+		for k, v := range kwarg {
+			kw[k] = v
+		}
+		out = append(out, kw)
+	}
+	return out
+}
+
+// checkCompound checks a compound publication (req.Funs) and sets its Fun
+// to the functions joined with ",", the Fun of its job.
+func checkCompound(req *api.Request) error {
+	if len(req.Funs) == 0 {
+		if req.FunArgs != nil || req.FunKwargs != nil {
+			return badRequest("per-function arguments without a list of functions")
+		}
+		return nil
+	}
+	joined := strings.Join(req.Funs, ",")
+	switch {
+	case req.Fun != "" && req.Fun != joined:
+		return badRequest("fun %q is not the functions %q joined with commas", req.Fun, joined)
+	case len(req.Arg) > 0 || len(req.Kwarg) > 0:
+		return badRequest("a compound command's arguments go in its functions' argument lists")
+	case req.FunArgs != nil && len(req.FunArgs) != len(req.Funs):
+		return badRequest("%d functions and %d argument lists", len(req.Funs), len(req.FunArgs))
+	case req.FunKwargs != nil && len(req.FunKwargs) != len(req.Funs):
+		return badRequest("%d functions and %d keyword argument maps", len(req.Funs), len(req.FunKwargs))
+	}
+	req.Fun = joined
+	return nil
+}
+
+// compoundArgs is Salt's "arg" of a compound job: one list per function.
+func compoundArgs(req *api.Request) []any {
+	out := make([]any, len(req.Funs))
+	for i := range req.Funs {
+		var arg []any
+		var kwarg map[string]any
+		if req.FunArgs != nil {
+			arg = req.FunArgs[i]
+		}
+		if req.FunKwargs != nil {
+			kwarg = req.FunKwargs[i]
+		}
+		out[i] = saltArgs(arg, kwarg)
+	}
+	return out
 }
 
 func tgtTypeOr(t string) string {

@@ -20,6 +20,10 @@ func seedMessages(tb testing.TB) []Message {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	compound, err := SignJob(fuzzKey, testCompoundJobBody())
+	if err != nil {
+		tb.Fatal(err)
+	}
 	ret, err := SignReturn(fuzzKey, testReturnBody())
 	if err != nil {
 		tb.Fatal(err)
@@ -32,7 +36,7 @@ func seedMessages(tb testing.TB) []Message {
 		&Hello{ID: "web01", Version: "1.0", Caps: CapabilityVersion, Relay: true,
 			Grains: map[string]any{"os": "Debian", "cpus": int64(4), "ip": []any{"10.0.0.1"}, "f": 1.5, "b": []byte{1}, "n": nil}},
 		&KeyStatus{Status: KeyAccepted, MasterID: "master1", Caps: 1},
-		job, ret, ev,
+		job, compound, ret, ev,
 		&Grains{Grains: map[string]any{"os": "Debian", "nested": map[string]any{"a": []any{true, false}}}},
 		&Ping{Seq: 1}, &Pong{Seq: 1 << 40}, &Error{Kind: KindNotAccepted, Msg: "pending"}, &Ack{Seq: 3},
 		&Hello{ID: "cam1", Caps: CapabilityVersion, Pub: fuzzKey.Public().(ed25519.PublicKey), KX: make([]byte, 32), KXSig: make([]byte, 64)},

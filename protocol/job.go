@@ -1,6 +1,9 @@
 package protocol
 
-import "crypto/ed25519"
+import (
+	"crypto/ed25519"
+	"strings"
+)
 
 // Job is a job signed by the master that issued it, master to agent (through
 // any relay, unchanged).
@@ -42,6 +45,19 @@ type JobBody struct {
 	// the same master. 0: not said (a master that predates it); such a
 	// job is kept from running twice by the agent's record of jids alone.
 	Issued int64 `cbor:"12,keyasint,omitempty"`
+	// Funs, FunArgs and FunKwargs make a compound job (capability 8):
+	// Salt's publish load with a list "fun" and a list of lists "arg"
+	// (LocalClient.cmd in salt/client/__init__.py), run in order in one
+	// job by the agent, which returns a map of each function's return
+	// (Minion._thread_multi_return in salt/minion.py). Fun is then the
+	// functions joined with ",", so that an agent that predates Funs
+	// answers that no such function is available, and Arg and Kwarg are
+	// empty. FunArgs and FunKwargs, when set, hold one entry per function
+	// (Salt keeps a group's key=value words in it as a map with
+	// "__kwarg__": true; here they are FunKwargs' entry).
+	Funs      []string         `cbor:"13,keyasint,omitempty"`
+	FunArgs   [][]any          `cbor:"14,keyasint,omitempty"`
+	FunKwargs []map[string]any `cbor:"15,keyasint,omitempty"`
 }
 
 // SignJob encodes and signs b with the master's key.
@@ -65,7 +81,31 @@ func (j *Job) Open(master ed25519.PublicKey) (*JobBody, error) {
 	if b.Fun == "" {
 		return nil, Errorf(KindMalformed, "job %s has no function", b.JID)
 	}
+	if err := b.checkCompound(); err != nil {
+		return nil, err
+	}
 	return b, nil
+}
+
+// checkCompound checks the fields of a compound job agree with each other.
+func (b *JobBody) checkCompound() error {
+	if len(b.Funs) == 0 {
+		if b.FunArgs != nil || b.FunKwargs != nil {
+			return Errorf(KindMalformed, "job %s has per-function arguments but no function list", b.JID)
+		}
+		return nil
+	}
+	switch {
+	case b.Fun != strings.Join(b.Funs, ","):
+		return Errorf(KindMalformed, "job %s: fun %q is not its functions joined with commas", b.JID, b.Fun)
+	case len(b.Arg) > 0 || len(b.Kwarg) > 0:
+		return Errorf(KindMalformed, "job %s is compound and has arguments outside its functions'", b.JID)
+	case b.FunArgs != nil && len(b.FunArgs) != len(b.Funs):
+		return Errorf(KindMalformed, "job %s has %d functions and %d argument lists", b.JID, len(b.Funs), len(b.FunArgs))
+	case b.FunKwargs != nil && len(b.FunKwargs) != len(b.Funs):
+		return Errorf(KindMalformed, "job %s has %d functions and %d keyword argument maps", b.JID, len(b.Funs), len(b.FunKwargs))
+	}
+	return nil
 }
 
 // IsJID reports whether s is a Salt job id: 20 decimal digits.

@@ -16,10 +16,26 @@ func testJobBody() *JobBody {
 	}
 }
 
+// testCompoundJobBody is `halite '*' cmd.run,test.ping 'echo hi' cwd=/tmp ,`:
+// Salt's load has fun ["cmd.run", "test.ping"] and arg [["echo hi",
+// {"cwd": "/tmp", "__kwarg__": true}], []] (SaltCMDOptionParser in
+// salt/utils/parsers.py, LocalClient.cmd in salt/client/__init__.py).
+func testCompoundJobBody() *JobBody {
+	return &JobBody{
+		JID: "20261124120000123456", Tgt: "*", TgtType: "glob", Fun: "cmd.run,test.ping",
+		Funs:      []string{"cmd.run", "test.ping"},
+		FunArgs:   [][]any{{"echo hi"}, {}},
+		FunKwargs: []map[string]any{{"cwd": "/tmp"}, nil},
+		User:      "root",
+	}
+}
+
 func TestJobRoundTrip(t *testing.T) {
 	pub, priv := newKey(t)
 	for _, body := range []*JobBody{
 		testJobBody(),
+		testCompoundJobBody(),
+		{JID: "00000000000000000000", Tgt: "*", TgtType: "glob", Fun: "test.echo,test.echo", Funs: []string{"test.echo", "test.echo"}},
 		{JID: "00000000000000000000", Tgt: "*", TgtType: "glob", Fun: "test.ping"},
 	} {
 		j, err := SignJob(priv, body)
@@ -55,6 +71,12 @@ func TestJobOpenErrors(t *testing.T) {
 	good := sign(testJobBody())
 	noFun := testJobBody()
 	noFun.Fun = ""
+	compound := func(edit func(*JobBody)) *Job {
+		t.Helper()
+		b := testCompoundJobBody()
+		edit(b)
+		return sign(b)
+	}
 	for _, tc := range []struct {
 		name string
 		job  *Job
@@ -71,6 +93,15 @@ func TestJobOpenErrors(t *testing.T) {
 		{"jid with letters", sign(&JobBody{JID: "2026112212000012345x", Fun: "test.ping"}), pub, KindMalformed},
 		{"no function", sign(noFun), pub, KindMalformed},
 		{"body not a map", sign(nil), pub, KindMalformed},
+		{"compound fun not the join", compound(func(b *JobBody) { b.Fun = "test.ping" }), pub, KindMalformed},
+		{"compound fun reordered", compound(func(b *JobBody) { b.Fun = "test.ping,cmd.run" }), pub, KindMalformed},
+		{"compound with arg", compound(func(b *JobBody) { b.Arg = []any{"x"} }), pub, KindMalformed},
+		{"compound with kwarg", compound(func(b *JobBody) { b.Kwarg = map[string]any{"x": 1} }), pub, KindMalformed},
+		{"compound short fun_args", compound(func(b *JobBody) { b.FunArgs = b.FunArgs[:1] }), pub, KindMalformed},
+		{"compound long fun_args", compound(func(b *JobBody) { b.FunArgs = append(b.FunArgs, []any{}) }), pub, KindMalformed},
+		{"compound short fun_kwargs", compound(func(b *JobBody) { b.FunKwargs = b.FunKwargs[:1] }), pub, KindMalformed},
+		{"fun_args without funs", compound(func(b *JobBody) { b.Funs, b.Fun = nil, "cmd.run" }), pub, KindMalformed},
+		{"fun_kwargs without funs", compound(func(b *JobBody) { b.Funs, b.FunArgs, b.Fun = nil, nil, "cmd.run" }), pub, KindMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := tc.job.Open(tc.key)

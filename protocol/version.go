@@ -26,12 +26,14 @@ const ALPN = "halite/1"
 //	7: 2026-11-24: MineGet and MineData (mine.get from an agent);
 //	   ReturnBody.Schedule (the schedule job a return is of). Mine data go
 //	   to the master as events tagged "_minion_mine".
-//	8: 2026-11-25: a pending key is told at once when decided: the master
+//	8: 2026-11-24: a pending key is told at once when decided: the master
 //	   keeps a pending agent's stream open after its KeyStatus and sends
 //	   a second KeyStatus when an operator (or the reactor) accepts or
 //	   rejects the key; the agent keeps reading until its acceptance wait
 //	   runs out. A relay does the same on a device's stream.
-const CapabilityVersion = 8
+//	9: 2026-11-24: compound jobs: JobBody.Funs, FunArgs and FunKwargs
+//	   (Salt's list "fun"); the agent returns a map keyed by function.
+const CapabilityVersion = 9
 
 // CapAck is the first CapabilityVersion whose masters send Ack: an agent
 // talking to an older master drops an item from its outbox once written.

@@ -30,6 +30,10 @@ type Request struct {
 	Args    []any          // positional arguments, already typed
 	Kwargs  map[string]any // key=value arguments; keys starting with "__" are ignored
 	Timeout time.Duration  // 0: no limit
+	// Deadline, when set, is when the job times out instead of Timeout
+	// after it starts (a function of a compound job gets what is left of
+	// the job's Timeout, which its timeout message still names).
+	Deadline time.Time
 
 	// Optional, shown by saltutil.running and saltutil.find_job.
 	Tgt     string
@@ -162,9 +166,13 @@ func (e *Executor) Run(ctx context.Context, req Request) (res Result) {
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	if req.Timeout > 0 {
+	if req.Timeout > 0 || !req.Deadline.IsZero() {
+		deadline := req.Deadline
+		if deadline.IsZero() {
+			deadline = start.Add(req.Timeout)
+		}
 		var stop context.CancelFunc
-		ctx, stop = context.WithTimeoutCause(ctx, req.Timeout, errTimeout)
+		ctx, stop = context.WithDeadlineCause(ctx, deadline, errTimeout)
 		defer stop()
 	}
 	j := e.track(req, cancel)

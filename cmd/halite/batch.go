@@ -131,6 +131,7 @@ func collect(ctx context.Context, socket string, req *api.Request) (rets map[str
 func subsetTargets(ctx context.Context, socket string, req *api.Request, n int) ([]string, error) {
 	ls := *req
 	ls.Fun, ls.Arg, ls.Kwarg, ls.Ret, ls.ReturnConfig, ls.ReturnKwargs = "sys.list_functions", nil, nil, "", "", nil
+	ls.Funs, ls.FunArgs, ls.FunKwargs = nil, nil, nil
 	rets, _, _, err := collect(ctx, socket, &ls)
 	if err != nil {
 		return nil, err
@@ -144,7 +145,7 @@ func subsetTargets(ctx context.Context, socket string, req *api.Request, n int) 
 	var out []string
 	for _, id := range ids {
 		funs, _ := rets[id]["return"].([]any)
-		if slices.Contains(funs, any(req.Fun)) {
+		if hasFunctions(funs, req) {
 			out = append(out, id)
 		}
 		if len(out) >= n {
@@ -152,6 +153,21 @@ func subsetTargets(ctx context.Context, socket string, req *api.Request, n int) 
 		}
 	}
 	return out, nil
+}
+
+// hasFunctions reports whether a minion's sys.list_functions has req's
+// function, or every function of a compound command (salt's cmd_subset
+// looks the list of a compound command up as one item, and finds none).
+func hasFunctions(funs []any, req *api.Request) bool {
+	if len(req.Funs) == 0 {
+		return slices.Contains(funs, any(req.Fun))
+	}
+	for _, f := range req.Funs {
+		if !slices.Contains(funs, any(f)) {
+			return false
+		}
+	}
+	return true
 }
 
 // pyList is a Python list of strings as print shows it: ['a', 'b'].
@@ -201,6 +217,7 @@ func runBatch(ctx context.Context, o options, socket string, req *api.Request, o
 
 	ping := *req
 	ping.Fun, ping.Arg, ping.Kwarg, ping.Ret, ping.ReturnConfig, ping.ReturnKwargs = "test.ping", nil, nil, "", "", nil
+	ping.Funs, ping.FunArgs, ping.FunKwargs = nil, nil, nil
 	rets, expected, _, err := collect(ctx, socket, &ping)
 	if err != nil {
 		return publishError(err, stdout, stderr)
@@ -319,7 +336,7 @@ func runBatch(ctx context.Context, o options, socket string, req *api.Request, o
 					continue
 				}
 				retcode = max(retcode, retcodeOf(r.Data))
-				if err := show(id, output.InSaltOrder(req.Fun, req.Arg, r.Data["return"])); err != nil {
+				if err := show(id, inSaltOrder(req, r.Data["return"])); err != nil {
 					return err
 				}
 			}

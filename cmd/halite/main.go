@@ -53,6 +53,9 @@ type options struct {
 	tgt          string
 	fun          string
 	args         []string
+	argsSep      string     // --args-separator
+	funs         []string   // a compound command's functions (splitCompound)
+	funGroups    [][]string // and their arguments' words
 	stdoutIsTTY  bool
 	stderrIsTTY  bool
 	batch        string
@@ -109,6 +112,7 @@ func Main() int {
 	fs.Float64Var(&o.batchWait, "batch-wait", 0, "seconds to wait after each return before its batch slot takes the next minion")
 	fs.IntVarP(&o.subset, "subset", "s", 0, "run on a random N of the targeted minions that have the function")
 	fs.BoolVar(&o.hideTimeout, "hide-timeout", false, "do not show (or count as failed) the minions that did not return")
+	fs.StringVar(&o.argsSep, "args-separator", ",", "separator of the functions' arguments in a compound command (halite '*' cmd.run,test.ping 'echo hi' , ): useful when an argument holds commas")
 	fs.BoolVarP(&o.doc, "doc", "d", false, "print the documentation of the minions' functions (sys.doc): halite -d [TARGET [FUNCTION]]")
 	fs.BoolVar(&o.doc, "documentation", false, "same as --doc")
 	fs.StringVarP(&o.logLevel, "log-level", "l", "", "console log level: garbage, trace, debug, info, warning, error, critical, quiet")
@@ -228,7 +232,9 @@ func (o *options) positional(args []string) error {
 		return &cli.UsageError{Msg: fmt.Sprintf("no function given after the target %q", args[0]), Code: cli.ExitNoTarget}
 	}
 	o.tgt, o.fun, o.args = args[0], args[1], args[2:]
-	return nil
+	var err error
+	o.funs, o.funGroups, err = splitCompound(o.fun, o.args, o.argsSep)
+	return err
 }
 
 func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
@@ -249,7 +255,11 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if req.User == "" {
 		req.User = "root"
 	}
-	req.Arg, req.Kwarg = cli.ParseFunArgs(o.args)
+	if o.funs != nil {
+		setCompound(req, o.funs, o.funGroups) // compound.go
+	} else {
+		req.Arg, req.Kwarg = cli.ParseFunArgs(o.args)
+	}
 	if o.tgtType == "list" {
 		// -L 'web1, web2' and -L 'web1 web2' name web1 and web2, as in salt.
 		req.Tgt = strings.Join(targets.CLIList(o.tgt), ",")
@@ -363,7 +373,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			if !returnOK(r.Data) {
 				failed = true
 			}
-			ret := output.InSaltOrder(o.fun, req.Arg, r.Data["return"])
+			ret := inSaltOrder(req, r.Data["return"])
 			if o.static {
 				collected[id] = ret
 				continue

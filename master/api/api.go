@@ -23,14 +23,22 @@ const (
 
 // Request is what a CLI asks of the master.
 type Request struct {
-	Op        string         `cbor:"op"`
-	Fun       string         `cbor:"fun,omitempty"`
-	Arg       []any          `cbor:"arg,omitempty"`
-	Kwarg     map[string]any `cbor:"kwarg,omitempty"`
-	Tgt       string         `cbor:"tgt,omitempty"`
-	TgtType   string         `cbor:"tgt_type,omitempty"`
-	Delimiter string         `cbor:"delimiter,omitempty"`
-	Timeout   float64        `cbor:"timeout,omitempty"` // seconds to wait for returns
+	Op    string         `cbor:"op"`
+	Fun   string         `cbor:"fun,omitempty"`
+	Arg   []any          `cbor:"arg,omitempty"`
+	Kwarg map[string]any `cbor:"kwarg,omitempty"`
+	// Funs makes a publication a compound job (halite 'cmd.run,test.ping'):
+	// the functions, run in order in one job; Fun is then empty or the
+	// functions joined with ",", Arg and Kwarg are empty, and FunArgs and
+	// FunKwargs hold each function's arguments (nil, or one entry per
+	// function).
+	Funs      []string         `cbor:"funs,omitempty"`
+	FunArgs   [][]any          `cbor:"fun_args,omitempty"`
+	FunKwargs []map[string]any `cbor:"fun_kwargs,omitempty"`
+	Tgt       string           `cbor:"tgt,omitempty"`
+	TgtType   string           `cbor:"tgt_type,omitempty"`
+	Delimiter string           `cbor:"delimiter,omitempty"`
+	Timeout   float64          `cbor:"timeout,omitempty"` // seconds to wait for returns
 	// GatherJobTimeout (seconds; 0: the master's gather_job_timeout) is
 	// how long each saltutil.find_job round waits once Timeout passed.
 	GatherJobTimeout float64 `cbor:"gather_job_timeout,omitempty"`
