@@ -118,3 +118,26 @@ func TestRefreshModules(t *testing.T) {
 		t.Errorf("after the refresh: schedule %v, want pong only", m)
 	}
 }
+
+// TestSIGHUPReloadsMasterSchedule: SIGHUP makes the master read its
+// schedule again (master.Reload): a new job runs its runner as user
+// Schedule, as Salt's master schedule does (salt/utils/schedule.py).
+func TestSIGHUPReloadsMasterSchedule(t *testing.T) {
+	c := newCluster(t, "")
+	c.startMaster()
+	lines := c.eventStream(t)
+	c.extra = "schedule:\n  up:\n    function: manage.up\n    seconds: 1\n"
+	c.writeMasterConfig()
+	if err := c.master.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, ev := nextEvent(t, lines, "salt/run/")
+		if ev["user"] == "Schedule" && ev["fun"] == "runner.manage.up" {
+			break
+		}
+	}
+	if !strings.Contains(c.master.output(), "SIGHUP: schedule and engines reloaded") {
+		t.Errorf("the master does not say it reloaded:\n%s", c.master.output())
+	}
+}

@@ -64,11 +64,9 @@ func newEngines(m *Master) (*engines.Manager, error) {
 }
 
 // runEngines runs the engines, looking at the user engine files again
-// every engineRefresh.
+// every engineRefresh. It runs with none configured too, so that Reload
+// can add some.
 func (m *Master) runEngines(ctx context.Context) error {
-	if m.engines.Len() == 0 {
-		return nil
-	}
 	done := make(chan error, 1)
 	go func() { done <- m.engines.Run(ctx) }()
 	t := time.NewTicker(engineRefresh)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -60,6 +61,9 @@ type Master struct {
 	reactor masterReactor       // see reactor.go
 	engines *engines.Manager    // see engines.go
 	sched   *schedule.Scheduler // the master's schedule (schedule.go)
+	// schedAt is where each job of the schedule was set (file:line), for
+	// its errors; replaced by Reload.
+	schedAt atomic.Pointer[map[string]string]
 
 	metrics   *masterMetrics // counted for metrics_port (metrics.go)
 	functions seenFunctions  // function names seen, for completion (functions.go)

@@ -35,9 +35,10 @@ func init() {
 // newSchedule makes the master's scheduler from its schedule: option.
 func (m *Master) newSchedule() (*schedule.Scheduler, error) {
 	at := m.cfg.ScheduleAt
+	m.schedAt.Store(&at)
 	s, err := schedule.New(schedule.Options{
 		Config: m.cfg.Schedule,
-		Where:  func(name string) string { return at[name] },
+		Where:  func(name string) string { return (*m.schedAt.Load())[name] },
 		Known: func(fun string) bool {
 			_, ok := m.runners()[fun]
 			return ok

@@ -3,6 +3,7 @@ package master
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,5 +65,43 @@ func TestMasterScheduleBadJob(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), file+":4") {
 			t.Errorf("schedule %q: got %v, want an error with %s:4 and %q", tt.job, err, file, tt.want)
 		}
+	}
+}
+
+// TestMasterReload: Reload (SIGHUP) replaces the master's schedule; a bad
+// schedule or engine list is refused whole, naming the job's file and
+// line, and the running schedule goes on.
+func TestMasterReload(t *testing.T) {
+	tm := startMaster(t, func(c *config.Master) {
+		c.Schedule = map[string]any{"up": map[string]any{"function": "manage.up", "seconds": 3600}}
+	}, nil)
+	jobs := func() []string {
+		var names []string
+		for name := range tm.sched.List(true, true) {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		return names
+	}
+	bad := &config.Master{
+		Schedule:   map[string]any{"x": map[string]any{"function": "test.ping", "seconds": 1}},
+		ScheduleAt: map[string]string{"x": "/etc/halite/master:7"},
+	}
+	if err := tm.Reload(bad); err == nil || !strings.Contains(err.Error(), "/etc/halite/master:7") {
+		t.Errorf("Reload of a schedule naming an execution function: got %v, want an error at /etc/halite/master:7", err)
+	}
+	badEngines := &config.Master{Schedule: map[string]any{"list": map[string]any{"function": "jobs.list_jobs", "minutes": 5}}, Engines: []any{map[string]any{"a": 1, "b": 2}}}
+	if err := tm.Reload(badEngines); err == nil {
+		t.Error("Reload with a malformed engines list: got nil, want an error")
+	}
+	if got := jobs(); !slices.Equal(got, []string{"up"}) {
+		t.Errorf("after refused reloads: jobs %v, want [up]", got)
+	}
+	good := &config.Master{Schedule: map[string]any{"list": map[string]any{"function": "jobs.list_jobs", "minutes": 5}}}
+	if err := tm.Reload(good); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	if got := jobs(); !slices.Equal(got, []string{"list"}) {
+		t.Errorf("after Reload: jobs %v, want [list]", got)
 	}
 }

@@ -113,8 +113,19 @@ func run(ctx context.Context, o options, hup <-chan os.Signal, stdout, stderr io
 	}
 	m.SetConfigDir(o.configDir)
 	log.Info("starting", zap.String("version", master.Version), zap.String("config_dir", o.configDir))
-	// The reactor rereads its rules on SIGHUP itself (master/reactor.go).
-	defer cli.OnHangup(hup, log, logFile, nil)()
+	// The reactor rereads its rules on SIGHUP itself (master/reactor.go);
+	// the schedule and the engines are reloaded here (master.Reload).
+	defer cli.OnHangup(hup, log, logFile, func() {
+		c, err := config.LoadMaster(o.configDir, func(config.Warning) {})
+		if err == nil {
+			err = m.Reload(c)
+		}
+		if err != nil {
+			log.Error("SIGHUP: configuration not reloaded; schedule and engines kept", zap.Error(err))
+			return
+		}
+		log.Info("SIGHUP: schedule and engines reloaded")
+	})()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
