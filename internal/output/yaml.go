@@ -10,7 +10,7 @@ import (
 	"strings"
 	"unicode"
 
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v4"
 )
 
 // renderYAML renders like Salt's yaml_out (PyYAML's safe_dump with libyaml's
@@ -18,23 +18,30 @@ import (
 // style): two-space indents, sequences level with their key, keys sorted,
 // strings quoted only when needed and then in single quotes (multi-line
 // ones too), floats as PyYAML writes them (1.0, 1.0e+20, .inf), bytes as
-// !!binary.
+// !!binary, and long strings folded at a space past column 80.
 func renderYAML(v any, opts Options) (string, error) {
 	root := yamlNode(v)
 	if opts.IndentSet && opts.Indent < 0 {
 		root.Style |= yaml.FlowStyle
 	}
-	// PyYAML's emitter takes an indent only between 2 and 9, and writes a
-	// sequence inside a mapping level with its key whatever the indent.
+	// PyYAML's emitter takes an indent only between 2 and 9. It writes a
+	// sequence inside a mapping level with its key, and a collection in a
+	// sequence item one indent past the "-", whatever the indent; go-yaml
+	// does so only at 2 (at 4 it writes "  - " and "- - " where PyYAML
+	// writes "- " and "-   - ").
 	indent := 2
 	if opts.IndentSet && opts.Indent > 1 && opts.Indent < 10 {
 		indent = opts.Indent
 	}
 	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(indent)
-	enc.CompactSeqIndent()
-	if err := enc.Encode(root); err != nil {
+	// libyaml's emitter (PyYAML's CSafeDumper) folds plain and quoted
+	// scalars at a space once the column passes best_width, 80.
+	enc, err := yaml.NewDumper(&buf, yaml.WithV3Defaults(), yaml.WithIndent(indent),
+		yaml.WithCompactSeqIndent(), yaml.WithLineWidth(80))
+	if err != nil {
+		return "", fmt.Errorf("encode yaml: %w", err)
+	}
+	if err := enc.Dump(root); err != nil {
 		return "", fmt.Errorf("encode yaml: %w", err)
 	}
 	if err := enc.Close(); err != nil {
