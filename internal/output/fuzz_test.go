@@ -3,6 +3,7 @@ package output
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -16,6 +17,10 @@ func FuzzStrings(f *testing.F) {
 		"", "plain", "yes", "y", "1.0", "null", "~", "- x", "a: b", "#c", " lead", "trail ",
 		"it's", `"q"`, "multi\nline\n", "\n\nlead", "tab\tin", "\x00\x1b", "é世界🎥", "\ue000🎥\uf8ff",
 		"\u2028", "\ufeffbom", "&anchor", "*alias", "!tag", "%dir", "@at", "`tick", "{flow}", "[seq]",
+		// Past column 80, where the emitter folds at spaces.
+		strings.Repeat("word ", 30), strings.Repeat("two  ", 30), strings.Repeat("x", 100) + " y",
+		strings.Repeat("q: ", 40), strings.Repeat("tab\t ", 30), strings.Repeat("line \n", 30),
+		strings.Repeat("a ", 40) + "  \n  " + strings.Repeat("b ", 40),
 	} {
 		f.Add(s)
 	}
