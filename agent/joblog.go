@@ -350,12 +350,5 @@ func (l *jobLog) close() error {
 	defer l.mu.Unlock()
 	f := l.f
 	l.f = nil
-	if f == nil {
-		return nil
-	}
-	serr := f.Sync()
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return serr
+	return syncClose(f)
 }

@@ -343,6 +343,12 @@ func (s *spool) close() error {
 	defer s.mu.Unlock()
 	f := s.f
 	s.f = nil
+	return syncClose(f)
+}
+
+// syncClose syncs and closes f (nil: nothing to do), reporting the close's
+// error before the sync's.
+func syncClose(f *os.File) error {
 	if f == nil {
 		return nil
 	}
