@@ -1,6 +1,7 @@
 package master
 
 import (
+	"context"
 	"sort"
 	"strings"
 	"time"
@@ -148,4 +149,44 @@ func nonEmptyMap(v any) bool {
 		return len(m) > 0
 	}
 	return false
+}
+
+// awaitReturns waits for the returns of a job's waiting minions, as Salt's
+// get_iter_returns does: until each has returned, or timeout has passed
+// and no minion still runs the job (jobWatch's find_job rounds every
+// gather). sub is the job's salt/job/<jid>/ret/* subscription; ret is
+// called with each waiting minion's return, whose id leaves waiting. What
+// is left in waiting when it returns nil did not return. It returns ret's
+// error or the context's.
+func (m *Master) awaitReturns(ctx context.Context, sub *event.Subscription, jid, user string, timeout, gather time.Duration, waiting map[string]bool, ret func(data map[string]any) error) error {
+	watch := m.newJobWatch(jid, user, timeout, gather, waiting)
+	defer watch.close()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for len(waiting) > 0 {
+		select {
+		case ev := <-watch.C():
+			if watch.answer(ev) {
+				timer.Reset(0)
+			}
+		case ev := <-sub.C():
+			id, _ := ev.Data["id"].(string)
+			if !waiting[id] {
+				continue
+			}
+			delete(waiting, id)
+			if err := ret(ev.Data); err != nil {
+				return err
+			}
+		case <-timer.C:
+			d, wait := watch.expired(time.Now())
+			if !wait {
+				return nil
+			}
+			timer.Reset(d)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }

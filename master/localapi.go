@@ -173,48 +173,29 @@ func (m *Master) servePublish(ctx context.Context, a *apiConn, req *api.Request)
 	if gather <= 0 {
 		gather = time.Duration(m.cfg.GatherJobTimeout) * time.Second
 	}
-	watch := m.newJobWatch(jid, req.User, timeout, gather, waiting)
-	defer watch.close()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	for len(waiting) > 0 {
-		select {
-		case ev := <-watch.C():
-			if watch.answer(ev) {
-				timer.Reset(0)
-			}
-		case ev := <-sub.C():
-			id, _ := ev.Data["id"].(string)
-			if !waiting[id] {
-				continue
-			}
-			delete(waiting, id)
-			if err := a.queue(&api.Response{Kind: api.KindReturn, JID: jid, Data: ev.Data}); err != nil {
-				return
-			}
-			if len(sub.C()) == 0 {
-				if err := a.flush(); err != nil {
-					return
-				}
-			}
-		case <-timer.C:
-			if d, wait := watch.expired(time.Now()); wait {
-				timer.Reset(d)
-				continue
-			}
-			missing := make([]string, 0, len(waiting))
-			for _, id := range p.minions {
-				if waiting[id] {
-					missing = append(missing, id)
-				}
-			}
-			a.send(&api.Response{Kind: api.KindDone, JID: jid, Missing: missing, NotConnected: p.notConnected, Done: true})
-			return
-		case <-ctx.Done():
-			return
+	err = m.awaitReturns(ctx, sub, jid, req.User, timeout, gather, waiting, func(data map[string]any) error {
+		if err := a.queue(&api.Response{Kind: api.KindReturn, JID: jid, Data: data}); err != nil {
+			return err
+		}
+		if len(sub.C()) == 0 {
+			return a.flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	if len(waiting) == 0 {
+		a.send(&api.Response{Kind: api.KindDone, JID: jid, Done: true})
+		return
+	}
+	missing := make([]string, 0, len(waiting))
+	for _, id := range p.minions {
+		if waiting[id] {
+			missing = append(missing, id)
 		}
 	}
-	a.send(&api.Response{Kind: api.KindDone, JID: jid, Done: true})
+	a.send(&api.Response{Kind: api.KindDone, JID: jid, Missing: missing, NotConnected: p.notConnected, Done: true})
 }
 
 // callFunc runs one runner or wheel function.

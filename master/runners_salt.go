@@ -58,32 +58,13 @@ func (m *Master) gather(ctx context.Context, req *api.Request, timeout time.Dura
 		delete(waiting, id)
 	}
 	got := make(map[string]map[string]any, len(waiting))
-	watch := m.newJobWatch(jid, req.User, timeout, time.Duration(m.cfg.GatherJobTimeout)*time.Second, waiting)
-	defer watch.close()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	for len(waiting) > 0 {
-		select {
-		case ev := <-watch.C():
-			if watch.answer(ev) {
-				timer.Reset(0)
-			}
-		case ev := <-sub.C():
-			id, _ := ev.Data["id"].(string)
-			if !waiting[id] {
-				continue
-			}
-			delete(waiting, id)
-			got[id] = ev.Data
-		case <-timer.C:
-			d, wait := watch.expired(time.Now())
-			if !wait {
-				return got, p.minions, nil
-			}
-			timer.Reset(d)
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		}
+	err = m.awaitReturns(ctx, sub, jid, req.User, timeout, time.Duration(m.cfg.GatherJobTimeout)*time.Second, waiting, func(data map[string]any) error {
+		id, _ := data["id"].(string)
+		got[id] = data
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return got, p.minions, nil
 }
