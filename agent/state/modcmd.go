@@ -184,8 +184,8 @@ func cmdReinterpret(ret state.Ret, all map[string]any) state.Ret {
 		if idx != -1 {
 			last = out[idx+1:]
 		}
-		for _, item := range strings.Fields(last) {
-			kv := strings.Split(strings.Trim(item, `"'`), "=")
+		for _, item := range cmdShlex(last) {
+			kv := strings.Split(item, "=")
 			if len(kv) != 2 {
 				ret.Result = state.False
 				ret.Comment = "Failed parsing script output! Stdout must be JSON or a line of name=value pairs."
@@ -367,4 +367,53 @@ func cmdModWatch(ctx context.Context, c *Call) state.Ret {
 	default:
 		return sysFail(c.Name, "cmd.%s does not work with the watch requisite, please use cmd.wait or cmd.wait_script", sfun)
 	}
+}
+
+// cmdShlex splits a line as Python's shlex.split: whitespace separates
+// words, single quotes keep everything, double quotes and backslashes
+// escape.
+func cmdShlex(s string) []string {
+	var out []string
+	var b strings.Builder
+	in := false
+	var q rune
+	for i := 0; i < len(s); i++ {
+		ch := rune(s[i])
+		switch {
+		case q == '\'':
+			if ch == '\'' {
+				q = 0
+			} else {
+				b.WriteRune(ch)
+			}
+		case q == '"':
+			if ch == '"' {
+				q = 0
+			} else if ch == '\\' && i+1 < len(s) {
+				i++
+				b.WriteByte(s[i])
+			} else {
+				b.WriteRune(ch)
+			}
+		case ch == '\'' || ch == '"':
+			q, in = ch, true
+		case ch == '\\' && i+1 < len(s):
+			i++
+			b.WriteByte(s[i])
+			in = true
+		case ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r':
+			if in {
+				out = append(out, b.String())
+				b.Reset()
+				in = false
+			}
+		default:
+			b.WriteRune(ch)
+			in = true
+		}
+	}
+	if in {
+		out = append(out, b.String())
+	}
+	return out
 }
