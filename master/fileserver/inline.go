@@ -47,7 +47,8 @@ type TemplateFunc func(path string, src []byte, ctx map[string]any) ([]byte, err
 
 // Inline fills, in place, each chunk that needs salt:// files with them:
 // file.managed and cmd.script "source" (and file.managed's "source_hash"
-// when it is a salt:// URL), archive.extracted "source", file.recurse
+// when it is a salt:// URL; cmd.script without a source takes the first
+// word of its name, as Salt's), archive.extracted "source", file.recurse
 // "source" (a directory). A source list is tried in order, as Salt's
 // file.source_list: the first salt:// source found is inlined and those
 // before it are listed missing; http(s)://, ftp:// and file:// sources and
@@ -86,6 +87,14 @@ func (s *Server) Inline(chunks []state.Chunk, env string, render TemplateFunc) e
 				in.one(c, cenv, h, o, false)
 			}
 		case "cmd.script":
+			if c["source"] == nil {
+				// Salt's cmd.script: no source, the name is the source,
+				// args split from it (the agent's module does the same).
+				if name, _, _ := strings.Cut(c.Name(), " "); strings.HasPrefix(name, Scheme) {
+					in.one(c, cenv, name, o, true)
+				}
+				break
+			}
 			in.source(c, cenv, o, true)
 		case "archive.extracted":
 			in.source(c, cenv, o, false)
