@@ -42,7 +42,9 @@ const (
 // variables Salt's file.get_managed passes (name, source, user, group,
 // mode, attrs, saltenv, then the state's defaults, then its context on
 // top). The caller adds what it knows of the device (grains, pillar, salt,
-// opts).
+// opts). For a file.managed "contents" there is no file: path is "" (do
+// not cache a parsed template by it) and ctx holds saltenv, defaults and
+// context (file.apply_template_on_contents).
 type TemplateFunc func(path string, src []byte, ctx map[string]any) ([]byte, error)
 
 // Inline fills, in place, each chunk that needs salt:// files with them:
@@ -54,13 +56,16 @@ type TemplateFunc func(path string, src []byte, ctx map[string]any) ([]byte, err
 // before it are listed missing; http(s)://, ftp:// and file:// sources and
 // local paths are left to the agent. A file.managed or cmd.script with
 // "template: jinja" gets its file rendered by render, with the chunk's
-// context. env is the saltenv of chunks without "__env__"; a URL's
+// context; so does its "contents" (a string or list of strings, given no
+// source): Inline replaces it with the rendered text, or puts the render
+// error in KeyErrors under "contents". env is the saltenv of chunks without "__env__"; a URL's
 // "?saltenv=" wins over both.
 //
-// Inline only sets the keys above on a chunk (and deletes stale ones), it
-// never changes a value it did not make: a caller that shares chunks
+// Inline only sets the keys above on a chunk (and deletes stale ones) and
+// replaces a rendered "contents", it never changes a value inside one: a caller that shares chunks
 // between devices (a compile cache) passes shallow copies. Inlined bytes
-// are shared and must not be modified.
+// are shared and must not be modified. Call it once per chunk: a
+// rendered "contents" would be rendered again.
 //
 // What a device must learn of (missing, too large, render errors) is put
 // in its chunk; the error returned joins only the master's own read
@@ -82,6 +87,10 @@ func (s *Server) Inline(chunks []state.Chunk, env string, render TemplateFunc) e
 		o := &out{}
 		switch c.State() + "." + c.Fun() {
 		case "file.managed":
+			if c["source"] == nil {
+				in.contents(c, cenv, o)
+				break
+			}
 			in.source(c, cenv, o, true)
 			if h, ok := c["source_hash"].(string); ok && strings.HasPrefix(h, Scheme) {
 				in.one(c, cenv, h, o, false)
@@ -303,4 +312,70 @@ func (in *inliner) recurse(c state.Chunk, env string, o *out) {
 		}
 		return
 	}
+}
+
+// contents renders file.managed's "contents" when the state gives
+// "template" (salt/states/file.py managed: the parts' lines joined, each
+// ending in a newline unless contents_newline is false, then
+// file.apply_template_on_contents with defaults updated by context and
+// saltenv).
+func (in *inliner) contents(c state.Chunk, env string, o *out) {
+	tmpl, _ := c["template"].(string)
+	if tmpl == "" {
+		return
+	}
+	var parts []string
+	switch v := c["contents"].(type) {
+	case string:
+		parts = []string{v}
+	case []any:
+		for _, x := range v {
+			s, ok := x.(string)
+			if !ok {
+				return // the agent says the SLS is malformed
+			}
+			parts = append(parts, s)
+		}
+	default:
+		return
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		for _, line := range splitLines(p) {
+			b.WriteString(line)
+			b.WriteString("\n")
+		}
+	}
+	text := b.String()
+	if nl, ok := c["contents_newline"].(bool); ok && !nl {
+		text = strings.TrimRight(strings.TrimRight(text, "\n"), "\r")
+	}
+	if tmpl != "jinja" || in.render == nil {
+		o.fail("contents", fmt.Sprintf("Specified template format %s is not supported", tmpl))
+		return
+	}
+	ctx := map[string]any{"saltenv": env}
+	for _, k := range []string{"defaults", "context"} {
+		if m, ok := c[k].(map[string]any); ok {
+			for k, v := range m {
+				ctx[k] = v
+			}
+		}
+	}
+	out, err := in.render("", []byte(text), ctx)
+	if err != nil {
+		o.fail("contents", err.Error())
+		return
+	}
+	c["contents"] = string(out)
+}
+
+// splitLines is Python's str.splitlines for \n, \r\n and \r.
+func splitLines(s string) []string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = strings.ReplaceAll(s, "\r", "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 }

@@ -300,3 +300,64 @@ func TestInlineReadError(t *testing.T) {
 		t.Errorf("chunk errors = %v", c[KeyErrors])
 	}
 }
+
+// TestInlineContents: file.managed "contents" with "template: jinja" is
+// rendered on the master (salt/states/file.py managed: lines joined, each
+// ending in a newline, then file.apply_template_on_contents with defaults
+// updated by context), as the agent has no Jinja.
+func TestInlineContents(t *testing.T) {
+	s := New(map[string][]string{"base": {t.TempDir()}})
+	var gotCtx map[string]any
+	var gotSrc, gotPath string
+	render := func(path string, src []byte, ctx map[string]any) ([]byte, error) {
+		gotPath, gotSrc, gotCtx = path, string(src), ctx
+		if strings.Contains(string(src), "{% bad") {
+			return nil, errors.New("Jinja syntax error")
+		}
+		return []byte(strings.ReplaceAll(string(src), "{{ x }}", fmt.Sprint(ctx["x"]))), nil
+	}
+	for _, tc := range []struct {
+		name       string
+		c          state.Chunk
+		src        string
+		contents   any
+		errs       map[string]any
+		wantRender bool
+	}{
+		{"string", chunk("file.managed", "contents", "a {{ x }}\r\nb", "template", "jinja",
+			"defaults", map[string]any{"x": 1}, "context", map[string]any{"x": 2}),
+			"a {{ x }}\nb\n", "a 2\nb\n", nil, true},
+		{"list", chunk("file.managed", "contents", []any{"one {{ x }}\n", "two"}, "template", "jinja",
+			"context", map[string]any{"x": 3}), "one {{ x }}\ntwo\n", "one 3\ntwo\n", nil, true},
+		{"no newline", chunk("file.managed", "contents", "v={{ x }}\n", "template", "jinja", "contents_newline", false,
+			"defaults", map[string]any{"x": 4}), "v={{ x }}", "v=4", nil, true},
+		{"no template", chunk("file.managed", "contents", "{{ x }}"), "", "{{ x }}", nil, false},
+		{"mako", chunk("file.managed", "contents", "{{ x }}", "template", "mako"), "", "{{ x }}",
+			map[string]any{"contents": "Specified template format mako is not supported"}, false},
+		{"render error", chunk("file.managed", "contents", "{% bad", "template", "jinja"), "{% bad\n", "{% bad",
+			map[string]any{"contents": "Jinja syntax error"}, true},
+		{"not strings", chunk("file.managed", "contents", []any{1, 2}, "template", "jinja"), "", []any{1, 2}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gotSrc, gotCtx, gotPath = "", nil, "x"
+			if err := s.Inline([]state.Chunk{tc.c}, "base", render); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.contents, tc.c["contents"]); d != "" {
+				t.Errorf("contents (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.errs, tc.c[KeyErrors]); tc.errs != nil && d != "" {
+				t.Errorf("errors (-want +got):\n%s", d)
+			}
+			if !tc.wantRender {
+				if gotCtx != nil {
+					t.Errorf("rendered, want not")
+				}
+				return
+			}
+			if gotSrc != tc.src || gotPath != "" || gotCtx["saltenv"] != "base" {
+				t.Errorf("render(%q, %q, %v), want source %q", gotPath, gotSrc, gotCtx, tc.src)
+			}
+		})
+	}
+}
