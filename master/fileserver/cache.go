@@ -167,3 +167,73 @@ func sumHex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
+
+// memo is a remembered lookup: the file found (path, entry) or why none
+// was (kind: ErrNotFound or ErrRefused, and its cause).
+type memo struct {
+	at    time.Time
+	path  string
+	e     *entry
+	kind  error
+	cause error
+}
+
+// listing is a remembered walk.
+type listing struct {
+	at          time.Time
+	files, dirs []string // shared: not to be modified
+}
+
+func (s *Server) recall(key string) (memo, bool) {
+	if s.ttl <= 0 {
+		return memo{}, false
+	}
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.memos[key]
+	if !ok || now.Sub(m.at) >= s.ttl || now.Before(m.at) {
+		return memo{}, false
+	}
+	return m, true
+}
+
+func (s *Server) remember(key string, m memo) {
+	if s.ttl <= 0 {
+		return
+	}
+	m.at = s.now()
+	s.mu.Lock()
+	if len(s.memos) >= cacheEntries {
+		clear(s.memos)
+	}
+	s.memos[key] = m
+	s.mu.Unlock()
+}
+
+func (s *Server) recallList(key string) (listing, bool) {
+	if s.ttl <= 0 {
+		return listing{}, false
+	}
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.lists[key]
+	if !ok || now.Sub(l.at) >= s.ttl || now.Before(l.at) {
+		return listing{}, false
+	}
+	return l, true
+}
+
+func (s *Server) rememberList(key string, l listing) {
+	if s.ttl <= 0 {
+		return
+	}
+	l.at = s.now()
+	s.mu.Lock()
+	if len(s.lists) >= 1024 {
+		clear(s.lists)
+	}
+	s.lists[key] = l
+	s.mu.Unlock()
+}

@@ -27,14 +27,30 @@ const (
 	cacheBytes   = 64 << 20
 )
 
+// LookupTTL is how long the Server trusts what it found on disk (a file's
+// place and stamp, its absence, a directory listing) before it looks
+// again: a file changed on the master is served within this time. Salt
+// trusts its file lists for fileserver_list_cache_time (20 s) and stats a
+// file for each hash.
+const LookupTTL = time.Second
+
 // Server serves salt:// files from file_roots. Its methods may be called
 // concurrently.
 type Server struct {
 	roots map[string][]string
 
+	// ttl is how long a lookup (a path's file and stamp, or its absence;
+	// a directory's listing) is trusted without looking at the disk
+	// again: a compile for ten thousand devices does not stat each file
+	// ten thousand times. now is the clock (tests set it).
+	ttl time.Duration
+	now func() time.Time
+
 	mu    sync.Mutex
-	cache map[string]*entry // by path on disk
-	bytes int64             // kept contents in cache
+	cache map[string]*entry  // by path on disk
+	bytes int64              // kept contents in cache
+	memos map[string]memo    // by saltenv NUL clean path
+	lists map[string]listing // by saltenv NUL clean directory
 }
 
 // New is a Server over file_roots: saltenv -> directories, searched in
@@ -45,7 +61,8 @@ func New(roots map[string][]string) *Server {
 	for env, dirs := range roots {
 		r[env] = append([]string(nil), dirs...)
 	}
-	return &Server{roots: r, cache: map[string]*entry{}}
+	return &Server{roots: r, ttl: LookupTTL, now: time.Now,
+		cache: map[string]*entry{}, memos: map[string]memo{}, lists: map[string]listing{}}
 }
 
 // Envs are the configured environments, sorted (roots.envs). "__env__",
@@ -102,8 +119,16 @@ func (s *Server) read(u, rel, senv string, max int64) (File, []byte, error) {
 	if why != "" {
 		return File{}, nil, refused(u, senv, why)
 	}
+	key := senv + "\x00" + clean
+	if m, ok := s.recall(key); ok && (m.kind != nil || max < 0 || m.e.data != nil || m.e.size > max) {
+		return m.answer(u, senv, clean, max, nil)
+	}
 	fh, dir, err := s.find(u, clean, senv)
 	if err != nil {
+		var fe *Error
+		if errors.As(err, &fe) && fe.Kind != nil {
+			s.remember(key, memo{kind: fe.Kind, cause: fe.Err})
+		}
 		return File{}, nil, err
 	}
 	defer fh.Close()
@@ -112,7 +137,24 @@ func (s *Server) read(u, rel, senv string, max int64) (File, []byte, error) {
 	if err != nil {
 		return File{}, nil, &Error{Msg: fmt.Sprintf("read %s (%s)", u, p), Err: err}
 	}
-	f := File{URL: u, Env: senv, Rel: clean, Path: p, Size: e.size, ModTime: e.mtime, SHA256: e.sum}
+	m := memo{path: p, e: e}
+	if e.st != (stamp{}) {
+		s.remember(key, m)
+	}
+	return m.answer(u, senv, clean, max, fh)
+}
+
+// answer is File (and the bytes, up to max) from what m knows; fh, when
+// not nil, is the open file to read again if its bytes were not kept.
+func (m memo) answer(u, senv, clean string, max int64, fh *os.File) (File, []byte, error) {
+	switch m.kind {
+	case ErrNotFound:
+		return File{}, nil, notFound(u, senv)
+	case ErrRefused:
+		return File{}, nil, &Error{Kind: ErrRefused, Msg: fmt.Sprintf("%s refused in saltenv '%s'", u, senv), Err: m.cause}
+	}
+	e := m.e
+	f := File{URL: u, Env: senv, Rel: clean, Path: m.path, Size: e.size, ModTime: e.mtime, SHA256: e.sum}
 	if max < 0 {
 		return f, nil, nil
 	}
@@ -123,8 +165,9 @@ func (s *Server) read(u, rel, senv string, max int64) (File, []byte, error) {
 	if data == nil {
 		// Not kept (too large for the cache, or it is full): read it
 		// again, and hash what was read.
+		var err error
 		if data, err = readAt(fh, max); err != nil {
-			return File{}, nil, &Error{Msg: fmt.Sprintf("read %s (%s)", u, p), Err: err}
+			return File{}, nil, &Error{Msg: fmt.Sprintf("read %s (%s)", u, m.path), Err: err}
 		}
 		if int64(len(data)) > max {
 			return f, nil, &Error{Kind: ErrTooLarge, Msg: fmt.Sprintf("%s is more than %d bytes", u, max)}
@@ -144,14 +187,12 @@ func (s *Server) SLSPath(env, sls string) (string, error) {
 	name := strings.ReplaceAll(sls, ".", "/")
 	var firstErr error
 	for _, cand := range []string{name + ".sls", name + "/init.sls"} {
-		clean, why := cleanRel(cand)
-		if why != "" {
+		if _, why := cleanRel(cand); why != "" {
 			return "", &Error{Kind: ErrRefused, Msg: slsMissing(sls, env) + " (" + why + ")"}
 		}
-		fh, dir, err := s.find(CreateURL(clean, ""), clean, env)
+		f, _, err := s.read(CreateURL(cand, ""), cand, env, -1)
 		if err == nil {
-			fh.Close()
-			return filepath.Join(dir, filepath.FromSlash(clean)), nil
+			return f.Path, nil
 		}
 		if !errors.Is(err, ErrNotFound) && firstErr == nil {
 			firstErr = err
@@ -189,7 +230,7 @@ func (s *Server) List(env, prefix string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := files[:0]
+	var out []string
 	for _, f := range files {
 		if strings.HasPrefix(f, prefix) {
 			out = append(out, f)
@@ -343,6 +384,10 @@ func (s *Server) find(u, rel, env string) (*os.File, string, error) {
 // every root of env: the union, sorted. A symlink is followed when it
 // stays in its root; one that leads out, or nowhere, is left out.
 func (s *Server) walk(env, start string) (files, dirs []string, err error) {
+	key := env + "\x00" + start
+	if l, ok := s.recallList(key); ok {
+		return l.files, l.dirs, nil
+	}
 	fset, dset := map[string]bool{}, map[string]bool{}
 	n := 0
 	for _, dir := range s.rootsOf(env) {
@@ -356,7 +401,9 @@ func (s *Server) walk(env, start string) (files, dirs []string, err error) {
 			return nil, nil, fmt.Errorf("list %s in saltenv '%s': %w", dir, env, err)
 		}
 	}
-	return sorted(fset), sorted(dset), nil
+	files, dirs = sorted(fset), sorted(dset)
+	s.rememberList(key, listing{files: files, dirs: dirs})
+	return files, dirs, nil
 }
 
 func walkRoot(r *os.Root, start string, files, dirs map[string]bool, n *int) error {

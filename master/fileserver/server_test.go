@@ -390,6 +390,7 @@ func TestHashCache(t *testing.T) {
 	root := tree(t, map[string]string{"f": "one"})
 	p := filepath.Join(root, "f")
 	s := New(map[string][]string{"base": {root}})
+	s.ttl = 0 // look at the disk each time (TestLookupTTL tests the TTL)
 	open := func() File {
 		t.Helper()
 		f, err := s.Open("salt://f", "base")
@@ -433,6 +434,59 @@ func TestHashCache(t *testing.T) {
 	os.Rename(tmp, p)
 	if f := open(); f.SHA256 != hexSum("four!") {
 		t.Errorf("after rename over: hash = %s, want %s", f.SHA256, hexSum("four!"))
+	}
+}
+
+// TestLookupTTL: within LookupTTL a lookup is not repeated (the disk is
+// not looked at for each of ten thousand devices); after it, a change,
+// an appearing or a vanishing file shows.
+func TestLookupTTL(t *testing.T) {
+	root := tree(t, map[string]string{"f": "one", "d/a": "a"})
+	s := New(map[string][]string{"base": {root}})
+	now := time.Unix(1e9, 0)
+	s.now = func() time.Time { return now }
+	read := func(url string) string {
+		t.Helper()
+		_, data, err := s.Read(url, "base", MaxFileBytes)
+		if err != nil {
+			return err.Error()
+		}
+		return string(data)
+	}
+	if got := read("salt://f"); got != "one" {
+		t.Fatalf("read = %q", got)
+	}
+	if got := read("salt://new"); got != "salt://new not found in saltenv 'base'" {
+		t.Fatalf("read(new) = %q", got)
+	}
+	files, _, _ := s.ListDir("salt://d", "base")
+	os.WriteFile(filepath.Join(root, "f"), []byte("two!"), 0o644)
+	os.WriteFile(filepath.Join(root, "new"), []byte("new"), 0o644)
+	os.WriteFile(filepath.Join(root, "d", "b"), []byte("b"), 0o644)
+	now = now.Add(LookupTTL - time.Millisecond)
+	if got := read("salt://f"); got != "one" {
+		t.Errorf("within the TTL: read = %q, want the remembered one", got)
+	}
+	if got := read("salt://./new"); !strings.Contains(got, "not found") || !strings.HasPrefix(got, "salt://./new") {
+		t.Errorf("within the TTL: read(new) = %q, want not found, naming the URL asked", got)
+	}
+	if got, _, _ := s.ListDir("salt://d/", "base"); !cmp.Equal(got, files) {
+		t.Errorf("within the TTL: ListDir = %q, want %q", got, files)
+	}
+	now = now.Add(time.Millisecond)
+	if got := read("salt://f"); got != "two!" {
+		t.Errorf("after the TTL: read = %q", got)
+	}
+	if got := read("salt://new"); got != "new" {
+		t.Errorf("after the TTL: read(new) = %q", got)
+	}
+	if got, _, _ := s.ListDir("salt://d", "base"); !cmp.Equal(got, []string{"d/a", "d/b"}) {
+		t.Errorf("after the TTL: ListDir = %q", got)
+	}
+	os.Remove(filepath.Join(root, "new"))
+	now = now.Add(LookupTTL)
+	if got := read("salt://new"); !strings.Contains(got, "not found") {
+		t.Errorf("removed: read(new) = %q", got)
 	}
 }
 
