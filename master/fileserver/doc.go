@@ -16,7 +16,8 @@
 // The master's state compiler uses it three ways: SLSPath finds an SLS file
 // by its dotted name, Read and Open give a file's bytes and SHA-256 (cached
 // by path, size, mtime and inode, so ten thousand devices do not hash one
-// file ten thousand times), and Inline puts the salt:// files a compiled
+// file ten thousand times; a lookup is trusted for LookupTTL, one second,
+// before the disk is looked at again), and Inline puts the salt:// files a compiled
 // state needs into its chunks ("__files__"), so the agent fetches nothing.
 // Issue 18's content-addressed transfer replaces the inlined bytes for large
 // files; Open's SHA-256 is the name a chunk would then carry.
