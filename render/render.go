@@ -99,6 +99,9 @@ func controlStructures() *exec.ControlStructureSet {
 		if p, ok := builtins.ControlStructures.Get(name); ok {
 			m[name] = p
 		}
+		if p, ok := m["from"]; ok && name == "from" {
+			m[name] = fromParser(p)
+		}
 	}
 	return exec.NewControlStructureSet(m)
 }
