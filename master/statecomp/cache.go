@@ -113,7 +113,7 @@ func (c *Compiler) unchanged(rec fileRec) bool {
 }
 
 // get returns device d's compile: cached, or run now (ran true).
-func (f *family) get(c *Compiler, req Request, k kind, highstate bool, d *Device) (*entry, bool) {
+func (f *family) get(c *Compiler, req Request, k kind, highstate bool, d *Device, snap *sync.Map) (*entry, bool) {
 	dv := c.device(req, d)
 	for tries := 0; ; tries++ {
 		f.mu.Lock()
@@ -137,7 +137,7 @@ func (f *family) get(c *Compiler, req Request, k kind, highstate bool, d *Device
 		ran := false
 		e.once.Do(func() {
 			ran = true
-			x := c.compile(req, k, highstate, dv)
+			x := c.compile(req, k, highstate, dv, snap)
 			e.state, e.deps, e.files = x.state, x.deps, x.files
 		})
 		if ran || tries > 2 || subset(e.deps, deps) {
@@ -147,7 +147,7 @@ func (f *family) get(c *Compiler, req Request, k kind, highstate bool, d *Device
 			if !ran && !subset(e.deps, deps) {
 				// Still learning after retries: compile for this device
 				// alone rather than share a compile keyed on too little.
-				return c.compile(req, k, highstate, dv), true
+				return c.compile(req, k, highstate, dv, snap), true
 			}
 			return e, ran
 		}

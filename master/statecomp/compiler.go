@@ -161,6 +161,7 @@ func (c *Compiler) Compile(req Request, devs []Device) ([]*Result, Stats) {
 	deadline := start.Add(timeout)
 	fam := c.family(req, k, highstate)
 	fam.validate(c)
+	snap := &sync.Map{}
 
 	results := make([]*Result, len(devs))
 	perReq := map[*entry]*Result{}
@@ -183,7 +184,7 @@ func (c *Compiler) Compile(req Request, devs []Device) ([]*Result, Stats) {
 					e = errEntry(fmt.Sprintf("state compile on the master timed out after %s", timeout))
 				} else {
 					var ran bool
-					e, ran = fam.get(c, req, k, highstate, &devs[i])
+					e, ran = fam.get(c, req, k, highstate, &devs[i], snap)
 					if ran {
 						compiled.Add(1)
 					}
@@ -307,6 +308,16 @@ type run struct {
 	d     *device
 	deps  map[string]bool
 	files []fileRec
+	snap  *sync.Map // lookup -> snapFile: files read during this Compile call
+	tpls  int       // templates read through tplLoader
+}
+
+// snapFile is a file as read once in a Compile call (validate checked the
+// family's files at its start).
+type snapFile struct {
+	abs, rel string
+	src      []byte
+	rec      fileRec
 }
 
 // fileRec is one file lookup of a compile: what name resolved to, and
@@ -335,6 +346,23 @@ func (c *Compiler) resolve(lookup string) (abs, rel string) {
 // read resolves and reads lookup's file, recording it and its
 // dependencies.
 func (r *run) read(lookup string) (abs, rel string, src []byte, err error) {
+	if r.snap != nil {
+		if v, ok := r.snap.Load(lookup); ok {
+			f := v.(*snapFile)
+			r.files = append(r.files, f.rec)
+			if f.abs != "" {
+				for _, d := range r.c.scan(f.rec.sum, f.src) {
+					r.deps[d] = true
+				}
+			}
+			return f.abs, f.rel, f.src, nil
+		}
+		defer func() {
+			if err == nil {
+				r.snap.Store(lookup, &snapFile{abs: abs, rel: rel, src: src, rec: r.files[len(r.files)-1]})
+			}
+		}()
+	}
 	abs, rel = r.c.resolve(lookup)
 	rec := fileRec{lookup: lookup, abs: abs}
 	if abs == "" {
@@ -400,11 +428,70 @@ func (r *run) vars(env, sls, rel, abs string) map[string]any {
 }
 
 // render renders one file of env for the device.
+// A file whose rendering read no other template is kept, by its content
+// and the values of its own dependencies, for the other devices of the
+// call (fileMemo); its entries are copied out, since the state compiler
+// may change them.
 func (r *run) render(env, sls, rel, abs string, src []byte) ([]sls.Entry, error) {
+	var key [32]byte
+	if r.snap != nil {
+		h := sha256.New()
+		sum := sha256.Sum256(src)
+		h.Write(sum[:])
+		fmt.Fprintf(h, "\x00%s\x00%s\x00%s\x00", env, sls, abs)
+		key = depKey(r.c, r.d, r.c.scan(sum, src))
+		h.Write(key[:])
+		h.Sum(key[:0])
+		if v, ok := r.snap.Load(key); ok {
+			m := v.(*memoRender)
+			return copyEntries(m.entries), m.err
+		}
+	}
+	tpls := r.tpls
 	_, entries, err := r.c.r.Render(abs, src, render.Context{
 		Vars: r.vars(env, sls, rel, abs), Salt: r.c.saltFor(r.d), Files: tplLoader{r: r, env: env},
 	})
+	if r.snap != nil && r.tpls == tpls {
+		r.snap.Store(key, &memoRender{entries: copyEntries(entries), err: err})
+	}
 	return entries, err
+}
+
+type memoRender struct {
+	entries []sls.Entry
+	err     error
+}
+
+func copyEntries(es []sls.Entry) []sls.Entry {
+	if es == nil {
+		return nil
+	}
+	out := make([]sls.Entry, len(es))
+	for i, e := range es {
+		out[i] = sls.Entry{ID: e.ID, Line: e.Line, Value: deepCopy(e.Value, 0)}
+	}
+	return out
+}
+
+func deepCopy(v any, depth int) any {
+	if depth > 64 {
+		return nil
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[k] = deepCopy(x, depth+1)
+		}
+		return m
+	case []any:
+		l := make([]any, len(v))
+		for i, x := range v {
+			l[i] = deepCopy(x, depth+1)
+		}
+		return l
+	}
+	return v
 }
 
 // Load is package state's Loader over the file roots.
@@ -432,6 +519,7 @@ type tplLoader struct {
 }
 
 func (l tplLoader) Resolve(from, name string) (string, error) {
+	l.r.tpls++
 	if strings.HasPrefix(name, "/") {
 		if _, err := l.r.c.roots.relOf(l.env, name); err == nil {
 			return name, nil
@@ -485,8 +573,8 @@ func (l tplLoader) Read(abs string) ([]byte, error) {
 }
 
 // compile runs one device's compile.
-func (c *Compiler) compile(req Request, k kind, highstate bool, d *device) *entry {
-	r := &run{c: c, d: d, deps: map[string]bool{}}
+func (c *Compiler) compile(req Request, k kind, highstate bool, d *device, snap *sync.Map) *entry {
+	r := &run{c: c, d: d, deps: map[string]bool{}, snap: snap}
 	st := map[string]any{"saltenv": req.Saltenv, "mods": toAny(req.Mods)}
 	var errs []string
 	envMods := map[string][]string{}
