@@ -85,4 +85,3 @@ func BenchmarkCompileHighstate(b *testing.B) {
 		})
 	}
 }
-

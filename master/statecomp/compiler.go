@@ -767,4 +767,3 @@ func toAny(s []string) []any {
 	}
 	return out
 }
-
