@@ -71,6 +71,10 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 		Delimiter: req.Delimiter, Issued: time.Now().Unix(),
 		Funs: req.Funs, FunArgs: req.FunArgs, FunKwargs: req.FunKwargs,
 	}
+	states, err := m.compileStates(req, jb, minions) // states.go: nil unless a state function
+	if err != nil {
+		return nil, err
+	}
 	now := time.Now()
 	load := &jobcache.Load{
 		JID: jid, Tgt: req.Tgt, TgtType: jb.TgtType, Fun: req.Fun, Arg: req.Arg, Kwarg: req.Kwarg,
@@ -120,6 +124,10 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 		"minions": minions, "missing": []string{}, "user": user, "_stamp": event.Stamp(now),
 	})
 	p := &published{jid: jid, minions: minions}
+	if states != nil { // one job per compiled variant
+		p.notConnected = m.sendStates(states, req, jb.TgtType)
+		return p, nil
+	}
 	var byRelay map[*relayLink][]string
 	for _, id := range minions {
 		s := m.minions.session(id)

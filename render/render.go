@@ -17,6 +17,7 @@ import (
 	"github.com/nikolalohinski/gonja/v2/exec"
 	"github.com/nikolalohinski/gonja/v2/loaders"
 	"github.com/nikolalohinski/gonja/v2/parser"
+	"github.com/nikolalohinski/gonja/v2/tokens"
 
 	"github.com/halite-fleet/halite/render/sls"
 )
@@ -98,6 +99,9 @@ func controlStructures() *exec.ControlStructureSet {
 		"include", "macro", "raw", "set", "with", "do", "break", "continue", "trans", "call"} {
 		if p, ok := builtins.ControlStructures.Get(name); ok {
 			m[name] = p
+		}
+		if p, ok := m["from"]; ok && name == "from" {
+			m[name] = fromParser(p)
 		}
 	}
 	return exec.NewControlStructureSet(m)
@@ -211,7 +215,11 @@ func (r *Renderer) template(name string, src []byte) (*exec.Template, error) {
 	}
 	tpl, err := parseTemplate(id, r.cfg, slotLoader{inner: l, cfg: r.cfg}, r.env)
 	if err != nil {
-		return nil, &Error{File: name, Line: jinjaErrLine(err), Stage: "jinja", Err: cleanErr(err)}
+		line := jinjaErrLine(err)
+		if line == 0 {
+			line = lastTokenLine(string(src), r.cfg)
+		}
+		return nil, &Error{File: name, Line: line, Stage: "jinja", Err: cleanErr(err)}
 	}
 	r.mu.Lock()
 	r.cache[name] = &cached{src: string(src), tpl: tpl}
@@ -234,8 +242,25 @@ var (
 	parseSrcRe  = regexp.MustCompile(`(?s)failed to parse template '.*': `)
 	shiftedIDRe = regexp.MustCompile("\x00[^ ']*")
 	// gonja's wrapping of an error of outputStructure.Execute.
+	// gonja's wrapping of a function's error, and of a control
+	// structure's.
+	callRe       = regexp.MustCompile(`(call\(.*?\): )?invalid call to function '[^']*': `)
+	structRe     = regexp.MustCompile(`[A-Za-z]+ControlStructure\(Line=\d+ Col=\d+\): `)
 	execOutputRe = regexp.MustCompile(`Unable to execute controlStructure at line \d+: ` + regexp.QuoteMeta(outputString) + `: `)
 )
+
+// lastTokenLine is the line of the last token gonja's lexer reads in src:
+// where a parse error gonja gives no line for (an unclosed {{) is.
+func lastTokenLine(src string, cfg *config.Config) (line int) {
+	defer func() { recover() }()
+	s := tokens.LexAll(src, cfg)
+	for ; !s.End(); s.Next() {
+		if t := s.Current(); t.Line > 0 {
+			line = t.Line
+		}
+	}
+	return line
+}
 
 func jinjaErrLine(err error) int {
 	best := 0
@@ -252,6 +277,8 @@ func cleanErr(err error) error {
 	s := parseSrcRe.ReplaceAllString(err.Error(), "")
 	s = strings.ReplaceAll(s, `Unable to parse controlStructure "`+outputTag+`": `, "")
 	s = execOutputRe.ReplaceAllString(s, "")
+	s = callRe.ReplaceAllString(s, "")
+	s = structRe.ReplaceAllString(s, "")
 	s = shiftedIDRe.ReplaceAllString(s, "template")
 	return fmt.Errorf("%s", s)
 }

@@ -1,0 +1,233 @@
+package master
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/master/api"
+	"github.com/halite-fleet/halite/master/statecomp"
+	"github.com/halite-fleet/halite/protocol"
+)
+
+// maxForIDs is how many device ids one variant's job names in __for__;
+// a variant with more is sent as several jobs.
+const maxForIDs = 256
+
+// compilers holds each Master's state compiler, made on first use and
+// again when the config changes (a field of Master once the master's
+// struct settles).
+var compilers sync.Map // *Master -> *masterCompiler
+
+type masterCompiler struct {
+	cfg *config.Master
+	c   *statecomp.Compiler
+}
+
+// pillarFor is the pillar of device id: empty until pillar is compiled
+// (issue 18 fills this seam).
+func (m *Master) pillarFor(id string) map[string]any { return map[string]any{} }
+
+func (m *Master) stateCompiler() *statecomp.Compiler {
+	if v, ok := compilers.Load(m); ok && v.(*masterCompiler).cfg == m.cfg {
+		return v.(*masterCompiler).c
+	}
+	mc := &masterCompiler{cfg: m.cfg, c: statecomp.New(statecomp.Options{
+		FileRoots: m.cfg.FileRoots, Pillar: m.pillarFor, Opts: m.cfg.Raw, Nodegroups: m.cfg.Nodegroups,
+	})}
+	compilers.Store(m, mc)
+	return mc.c
+}
+
+// stateJobs are a state job's signed variants: the devices with equal
+// compiled states share one.
+type stateJobs struct {
+	groups []stateGroup
+	stats  statecomp.Stats
+}
+
+type stateGroup struct {
+	ids  []string
+	job  *protocol.Job
+	wire []byte
+	many bool // __for__ names the ids: relays are told them too
+}
+
+// compileStates compiles a state function's job for every device it
+// targets and signs one job per variant, each with its compiled state in
+// Kwarg["__state__"] (and "__for__", the ids it is for, when the job has
+// more than one variant). nil for functions that compile nothing.
+func (m *Master) compileStates(req *api.Request, jb *protocol.JobBody, minions []string) (*stateJobs, error) {
+	if len(req.Funs) > 0 || !statecomp.Compiles(req.Fun) {
+		return nil, nil
+	}
+	sreq, err := stateRequest(req)
+	if err != nil {
+		return nil, &api.RemoteError{Code: api.CodeBadRequest, Msg: err.Error()}
+	}
+	devs := make([]statecomp.Device, len(minions))
+	for i, id := range minions {
+		devs[i] = statecomp.Device{ID: id, Grains: m.minions.grainsOf(id)}
+	}
+	results, stats := m.stateCompiler().Compile(sreq, devs)
+	byVariant := map[[32]byte][]int{}
+	var order [][32]byte
+	for i, r := range results {
+		if _, ok := byVariant[r.Sum]; !ok {
+			order = append(order, r.Sum)
+		}
+		byVariant[r.Sum] = append(byVariant[r.Sum], i)
+	}
+	sj := &stateJobs{stats: stats}
+	many := len(order) > 1
+	for _, sum := range order {
+		idx := byVariant[sum]
+		st := results[idx[0]].State
+		for start := 0; start < len(idx); start += maxForIDs {
+			part := idx[start:min(start+maxForIDs, len(idx))]
+			if !many {
+				part = idx
+			}
+			ids := make([]string, len(part))
+			for i, x := range part {
+				ids[i] = minions[x]
+			}
+			g, err := m.signState(jb, st, ids, many)
+			if err != nil {
+				return nil, err
+			}
+			sj.groups = append(sj.groups, g)
+			if !many {
+				break
+			}
+		}
+	}
+	return sj, nil
+}
+
+// signState signs jb with st as __state__ for ids.
+func (m *Master) signState(jb *protocol.JobBody, st map[string]any, ids []string, many bool) (stateGroup, error) {
+	b := *jb
+	b.Kwarg = make(map[string]any, len(jb.Kwarg)+2)
+	for k, v := range jb.Kwarg {
+		b.Kwarg[k] = v
+	}
+	b.Kwarg["__state__"] = st
+	if many {
+		b.Kwarg["__for__"] = toAnyList(ids)
+	}
+	job, err := protocol.SignJob(m.id.Priv, &b)
+	if err != nil {
+		return stateGroup{}, fmt.Errorf("sign job: %w", err)
+	}
+	body, err := protocol.Encode(job)
+	if err == nil && len(body) > maxJobBody {
+		err = fmt.Errorf("compiled state is %d bytes encoded, more than the %d a device reads", len(body), maxJobBody)
+	}
+	if err != nil {
+		// The devices get the reason, as a compile error.
+		b.Kwarg["__state__"] = map[string]any{"low": []any{}, "errors": []any{"state job refused: " + err.Error()}}
+		if job, err = protocol.SignJob(m.id.Priv, &b); err != nil {
+			return stateGroup{}, fmt.Errorf("sign job: %w", err)
+		}
+		if body, err = protocol.Encode(job); err != nil {
+			return stateGroup{}, fmt.Errorf("encode job: %w", err)
+		}
+	}
+	return stateGroup{ids: ids, job: job, wire: protocol.AppendFrame(nil, body), many: many}, nil
+}
+
+// sendStates sends each variant's job to its devices, directly or through
+// their relays, and returns the ids it could not send to.
+func (m *Master) sendStates(sj *stateJobs, req *api.Request, tgtType string) (notConnected []string) {
+	needIDs := masterMatched(req.Tgt, tgtType, req.Delimiter)
+	for _, g := range sj.groups {
+		var byRelay map[*relayLink][]string
+		for _, id := range g.ids {
+			s := m.minions.session(id)
+			if s != nil && s.relay != nil {
+				if byRelay == nil {
+					byRelay = make(map[*relayLink][]string)
+				}
+				byRelay[s.relay] = append(byRelay[s.relay], id)
+				continue
+			}
+			if s == nil || !s.sendWire(g.wire) {
+				notConnected = append(notConnected, id)
+			}
+		}
+		if byRelay != nil {
+			notConnected = append(notConnected, m.fanOut(g.job, byRelay, needIDs || g.many)...)
+		}
+	}
+	m.log.Info("compiled states", zap.String("fun", req.Fun), zap.Int("devices", sj.stats.Devices),
+		zap.Int("compiled", sj.stats.Compiled), zap.Int("variants", sj.stats.Variants),
+		zap.Int("jobs", len(sj.groups)), zap.Duration("took", sj.stats.Took))
+	sort.Strings(notConnected)
+	return notConnected
+}
+
+// stateRequest reads a state function's arguments as Salt's state.apply
+// does (salt/modules/state.py): mods as the first argument or mods=, a
+// string "a,b" or a list; saltenv=; pillar= a mapping (or its JSON or
+// YAML text, as the CLI gives it); test=.
+func stateRequest(req *api.Request) (statecomp.Request, error) {
+	sr := statecomp.Request{Fun: req.Fun}
+	var mods any
+	if len(req.Arg) > 0 {
+		mods = req.Arg[0]
+	}
+	if v, ok := req.Kwarg["mods"]; ok {
+		mods = v
+	}
+	switch v := mods.(type) {
+	case nil:
+	case string:
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				sr.Mods = append(sr.Mods, s)
+			}
+		}
+	case []any:
+		for _, x := range v {
+			s, ok := x.(string)
+			if !ok {
+				return sr, fmt.Errorf("mods: %v is not an SLS name", x)
+			}
+			sr.Mods = append(sr.Mods, s)
+		}
+	default:
+		return sr, fmt.Errorf("mods: %v is not an SLS name or a list of them", v)
+	}
+	if v, ok := req.Kwarg["saltenv"].(string); ok {
+		sr.Saltenv = v
+	}
+	if v, ok := req.Kwarg["test"]; ok {
+		sr.Test = v
+	}
+	if req.Fun == "state.test" {
+		sr.Test = true
+	}
+	switch p := req.Kwarg["pillar"].(type) {
+	case nil:
+	case map[string]any:
+		sr.Pillar = p
+	case string:
+		var m map[string]any
+		if err := json.Unmarshal([]byte(p), &m); err != nil {
+			if err := yaml.Unmarshal([]byte(p), &m); err != nil {
+				return sr, fmt.Errorf("pillar: not a mapping: %v", err)
+			}
+		}
+		sr.Pillar = m
+	default:
+		return sr, fmt.Errorf("Pillar data must be formatted as a dictionary")
+	}
+	return sr, nil
+}
