@@ -125,3 +125,44 @@ func TestHighstateSalt(t *testing.T) {
 		})
 	}
 }
+
+// FuzzHighstate feeds the highstate outputter returns of any shape (a
+// return is hostile: it comes from a device): it must not panic, and
+// without colour nothing in its output may drive the terminal.
+func FuzzHighstate(f *testing.F) {
+	files, _ := filepath.Glob("testdata/highstate/*.json")
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+		f.Add(data[:len(data)/2]) // truncated
+	}
+	f.Add([]byte(`{"m": {"a_|-b": {"result": true, "changes": {}, "comment": 1, "__run_num__": "x"}}}`))
+	f.Add([]byte(`{"m": {"a_|-b_|-c_|-d": {"result": null, "changes": [1], "comment": [], "duration": null}}}`))
+	modes := []StateOptions{
+		DefaultStateOptions(),
+		{Output: "terse_id", Tabular: true, Profile: true, CompressIDs: true},
+		{Output: "filter", Exclude: "True,", Terse: []any{"False"}, Pct: true, Diff: true},
+		{Output: "changes", CompressIDs: true, Pct: true},
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d := json.NewDecoder(bytes.NewReader(data))
+		d.UseNumber()
+		var v any
+		if d.Decode(&v) != nil {
+			return
+		}
+		v = fixNumbers(v)
+		for _, m := range modes {
+			var buf bytes.Buffer
+			if err := Format(&buf, "highstate", v, Options{State: &m}); err != nil {
+				t.Fatalf("%+v: %v", m, err)
+			}
+			if bytes.IndexByte(buf.Bytes(), 0x1b) >= 0 {
+				t.Fatalf("%+v: ESC in the output:\n%q", m, buf.String())
+			}
+		}
+	})
+}
