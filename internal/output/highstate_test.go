@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
 )
 
 // decodeJSON decodes a case file as Salt's json.load does: integers stay
@@ -165,4 +166,66 @@ func FuzzHighstate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestFunctionOutputter pins which functions print with highstate:
+// salt/modules/state.py __outputter__ (show_* and running are nested), and
+// Salt's get_printout reading of --out highstate.
+func TestFunctionOutputter(t *testing.T) {
+	for fun, want := range map[string]string{
+		"state.apply": "highstate", "state.sls": "highstate", "state.highstate": "highstate",
+		"state.single": "highstate", "state.test": "highstate", "state.sls_id": "highstate",
+		"state.show_sls": "nested", "state.show_top": "nested", "state.show_lowstate": "nested",
+		"state.show_highstate": "nested", "state.running": "nested", "test.ping": "nested",
+	} {
+		if got := FunctionOutputter(fun); got != want {
+			t.Errorf("FunctionOutputter(%q) = %q, want %q", fun, got, want)
+		}
+	}
+	for _, tt := range []struct {
+		out, fun string
+		ret      any
+		ok       bool
+		want     string
+	}{
+		{"", "state.apply", map[string]any{}, true, "highstate"},
+		{"highstate", "state.apply", map[string]any{}, true, "highstate"},
+		{"highstate", "test.ping", true, true, "nested"},
+		{"json", "state.apply", map[string]any{}, true, "json"},
+		{"", "state.apply", "ERROR: boom", false, "nested"},
+		{"", "state.apply", []any{"compile error"}, false, "highstate"},
+	} {
+		if got := ReturnOutputter(tt.out, tt.fun, tt.ret, tt.ok); got != tt.want {
+			t.Errorf("ReturnOutputter(%q, %q, %v, %v) = %q, want %q", tt.out, tt.fun, tt.ret, tt.ok, got, tt.want)
+		}
+	}
+}
+
+// TestStateFlags pins the options' precedence (flags over configuration
+// over Salt's defaults) and --state-verbose's reading
+// (OutputOptionsMixIn.process_state_verbose in salt/utils/parsers.py).
+func TestStateFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		conf map[string]any
+		want StateOptions
+	}{
+		{nil, nil, DefaultStateOptions()},
+		{nil, map[string]any{"state_output": "terse", "state_verbose": false, "state_output_pct": true},
+			StateOptions{Output: "terse", Profile: true, Pct: true}},
+		{[]string{"--state-output", "mixed_id", "--state-verbose", "True"}, map[string]any{"state_output": "terse", "state_verbose": false},
+			StateOptions{Output: "mixed_id", Verbose: true, Profile: true}},
+		{[]string{"--state_verbose=false", "--output-diff"}, nil, StateOptions{Output: "full", Profile: true, Diff: true}},
+		{[]string{"--state-verbose", "no"}, map[string]any{"state_verbose": false}, DefaultStateOptions()}, // a string: true
+		{[]string{"--state-verbose="}, nil, StateOptions{Output: "full", Profile: true}},
+	} {
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		f := AddStateFlags(fs)
+		if err := fs.Parse(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tt.want, *f.Options(tt.conf, nil)); diff != "" {
+			t.Errorf("%v with %v (-want +got):\n%s", tt.args, tt.conf, diff)
+		}
+	}
 }
