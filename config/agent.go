@@ -87,6 +87,8 @@ type Agent struct {
 	// ConfigDir is the directory the configuration was read from
 	// (beacons.save writes ConfigDir/agent.d/beacons.conf).
 	ConfigDir string `yaml:"-"`
+
+	StateOutput `yaml:",inline"` // state_output, state_verbose, ... (stateoutput.go)
 }
 
 // DefaultAgent returns the agent's defaults; ID is the host name.
@@ -110,6 +112,7 @@ func DefaultAgent() *Agent {
 		LogLevel:           "warning",
 		LogFile:            "/var/log/halite/agent",
 		Raw:                map[string]any{},
+		StateOutput:        defaultStateOutput(),
 	}
 }
 
@@ -169,6 +172,7 @@ func agentOptions() map[string]*option[Agent] {
 		optCount("log_rotate_max_bytes", func(x *A) *int { return &x.LogRotateMaxBytes }, "rotate log_file past this size (with log_rotate_backup_count; both above 0)"),
 		optCount("log_rotate_backup_count", func(x *A) *int { return &x.LogRotateBackupCount }, "rotated log files kept (file.1 the newest)"),
 	},
+		stateOutputOptions(func(a *A) *StateOutput { return &a.StateOutput }),
 		elsewhere[A]("cli", "output color"),
 		elsewhere[A]("daemon", "metrics_port"),
 		[]option[A]{

@@ -636,12 +636,19 @@ func TestMasterAddrs(t *testing.T) {
 func TestEveryFieldHasAnOption(t *testing.T) {
 	check := func(name string, typ reflect.Type, options []string) {
 		var tags []string
-		for i := range typ.NumField() {
-			tag := typ.Field(i).Tag.Get("yaml")
-			if tag != "" && tag != "-" {
-				tags = append(tags, tag)
+		var fields func(typ reflect.Type)
+		fields = func(typ reflect.Type) {
+			for i := range typ.NumField() {
+				switch tag := typ.Field(i).Tag.Get("yaml"); tag {
+				case "", "-":
+				case ",inline": // an embedded group (StateOutput)
+					fields(typ.Field(i).Type)
+				default:
+					tags = append(tags, tag)
+				}
 			}
 		}
+		fields(typ)
 		sort.Strings(tags)
 		sort.Strings(options)
 		if diff := cmp.Diff(tags, options); diff != "" {

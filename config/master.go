@@ -129,6 +129,8 @@ type Master struct {
 	// modules ("redis.host", "alternative.mysql.db"), which those modules
 	// read and type-check themselves, and config.get in reactor templates.
 	Raw map[string]any `yaml:"-"`
+
+	StateOutput `yaml:",inline"` // state_output, state_verbose, ... (stateoutput.go)
 }
 
 // MaxFrameLimit is the largest max_frame.
@@ -166,6 +168,7 @@ func DefaultMaster() *Master {
 		MasterJobCache:         "local_cache",
 		ReturnerQueueMax:       1_000_000,
 		Raw:                    map[string]any{},
+		StateOutput:            defaultStateOutput(),
 	}
 }
 
@@ -239,6 +242,7 @@ func masterOptions() map[string]*option[Master] {
 		optFunc("relay_allow", "string or list of strings", setRelayAllow, func(m *M) any { return m.RelayAllow }, "agent ids or globs that may open a relay link; none by default"),
 		optFunc("publish_port", "port", func(_ *M, v value) error { var p int; return v.port(&p) }, nil, "Halite publishes over its one UDP port (port)").with("4505").as(Ignored),
 	},
+		stateOutputOptions(func(m *M) *StateOutput { return &m.StateOutput }),
 		elsewhere[M]("cli", "output color"),
 		[]option[M]{refusedTrue[M]("fips_mode", "Halite's TLS 1.3 (QUIC) is not a FIPS module")},
 		ignored[M](saltCommonOptions+saltMasterOptions, ""),

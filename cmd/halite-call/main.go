@@ -49,6 +49,8 @@ type options struct {
 	skipGrains   bool   // --skip-grains: no grains at all
 	fun          string
 	args         []string
+	outSet       bool // --out or --output was given
+	state        *output.StateFlags
 }
 
 // completion completes halite-call's command line: the function from the
@@ -85,6 +87,7 @@ func Main() int {
 	fs.StringVar(&o.master, "master", "", "the master option the functions see (halite-call itself never connects to a master)")
 	fs.StringVar(&o.fileRoot, "file-root", "", "use this directory as the base file root (file_roots)")
 	fs.BoolVar(&o.skipGrains, "skip-grains", false, "do not load grains")
+	o.state = output.AddStateFlags(fs)
 	vf := cli.AddVersionFlags(fs)
 	complete.AddFlag(fs)
 	if done, code := completion(fs).Handle(os.Args[1:], os.Stdout, os.Stderr); done {
@@ -114,6 +117,7 @@ func Main() int {
 	}
 	if err == nil {
 		o.out = output.Outputter(o.out, os.Stderr) // an unknown one falls back to nested, as in Salt
+		o.outSet = fs.Changed("out") || fs.Changed("output")
 		if fs.Changed("out-indent") {
 			o.outIndentSet = &o.outIndent
 		}
@@ -162,6 +166,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	args, kwargs := cli.ParseFunArgs(o.args)
 	oo := output.CLIOptions(o.out, o.outIndentSet, false)
+	oo.State = o.state.Options(opts, kwargs)
 	switch o.fun {
 	case "event.fire":
 		return fireEvent(ctx, cfg, args, stdout, oo, o.out)
@@ -202,7 +207,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		cancel()
 		rets.Close()
 	}
-	if err := output.Format(stdout, o.out, map[string]any{"local": output.InSaltOrder(o.fun, args, res.Return)}, oo); err != nil {
+	ret := output.InSaltOrder(o.fun, args, res.Return)
+	if err := output.Format(stdout, o.outputter(ret, res.Success && res.Retcode == 0), map[string]any{"local": ret}, oo); err != nil {
 		return err
 	}
 	return exitFor(res.Success, res.Retcode, o.passthrough)
@@ -305,4 +311,16 @@ func callAgent(ctx context.Context, cfg *config.Agent, fun string, args []any, k
 		return err
 	}
 	return exitFor(resp.OK, resp.Retcode, passthrough)
+}
+
+// outputter is the outputter for the function's return, as salt-call picks
+// it: --out when given (--out highstate meaning the function's own), else
+// the function's: highstate for the state runs (salt/modules/state.py
+// __outputter__), nested for the rest.
+func (o options) outputter(ret any, ok bool) string {
+	out := ""
+	if o.outSet {
+		out = o.out
+	}
+	return output.ReturnOutputter(out, o.fun, ret, ok)
 }

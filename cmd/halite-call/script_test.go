@@ -12,3 +12,5 @@ func TestMain(m *testing.M) { clitest.Main(m, "halite-call", Main) }
 
 // TestScripts runs testdata/*.txtar (see package clitest).
 func TestScripts(t *testing.T) { clitest.Run(t) }
+
+func init() { clitest.RegisterFakeStateRun() }

@@ -273,12 +273,12 @@ func runBatch(ctx context.Context, o options, socket string, req *api.Request, o
 		}()
 	}
 	collected := map[string]any{}
-	show := func(id string, ret any) error {
+	show := func(id string, ret any, ok bool) error {
 		if o.static {
 			collected[id] = ret
 			return nil
 		}
-		return output.Format(stdout, o.out, map[string]any{id: ret}, oo)
+		return output.Format(stdout, o.outputter(ret, ok), map[string]any{id: ret}, oo)
 	}
 	retcode := 0
 	pending := map[string]bool{}
@@ -336,7 +336,7 @@ func runBatch(ctx context.Context, o options, socket string, req *api.Request, o
 					continue
 				}
 				retcode = max(retcode, retcodeOf(r.Data))
-				if err := show(id, inSaltOrder(req, r.Data["return"])); err != nil {
+				if err := show(id, inSaltOrder(req, r.Data["return"]), returnOK(r.Data)); err != nil {
 					return err
 				}
 			}
@@ -346,7 +346,7 @@ func runBatch(ctx context.Context, o options, socket string, req *api.Request, o
 						continue
 					}
 					retcode = max(retcode, 1)
-					if err := show(id, "Minion did not return. [No response]"); err != nil {
+					if err := show(id, "Minion did not return. [No response]", false); err != nil {
 						return err
 					}
 				}
@@ -354,7 +354,7 @@ func runBatch(ctx context.Context, o options, socket string, req *api.Request, o
 		}
 	}
 	if o.static {
-		if err := output.Format(stdout, o.out, collected, oo); err != nil {
+		if err := output.Format(stdout, o.outputter(nil, true), collected, oo); err != nil {
 			return err
 		}
 	}

@@ -67,6 +67,7 @@ type options struct {
 	outFile      string
 	outAppend    bool
 	outSet       bool // --out or --output was given
+	state        *output.StateFlags
 }
 
 func main() { os.Exit(Main()) }
@@ -120,6 +121,7 @@ func Main() int {
 	fs.StringVar(&o.outFile, "output-file", "", "same as --out-file")
 	fs.BoolVar(&o.outAppend, "out-file-append", false, "append to --out-file instead of emptying it first")
 	fs.BoolVar(&o.outAppend, "output-file-append", false, "same as --out-file-append")
+	o.state = output.AddStateFlags(fs)
 	vf := cli.AddVersionFlags(fs)
 	complete.AddFlag(fs)
 	if done, code := completion(fs).Handle(os.Args[1:], os.Stdout, os.Stderr); done {
@@ -286,6 +288,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		out, color = f, o.forceColor
 	}
 	oo := output.CLIOptions(o.out, o.outIndentSet, color)
+	oo.State = o.state.Options(cfg.Raw, req.Kwarg)
 	socket := cfg.SocketPath()
 	log.Debug("request", zap.String("socket", socket), zap.String("tgt", req.Tgt), zap.String("fun", req.Fun))
 	if o.subset > 0 && !o.preview {
@@ -370,7 +373,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		case api.KindReturn:
 			done++
 			id, _ := r.Data["id"].(string)
-			if !returnOK(r.Data) {
+			ok := returnOK(r.Data)
+			if !ok {
 				failed = true
 			}
 			ret := inSaltOrder(req, r.Data["return"])
@@ -381,7 +385,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			if progress {
 				output.ClearProgress(stderr)
 			}
-			if err := output.Format(stdout, o.out, map[string]any{id: ret}, oo); err != nil {
+			if err := output.Format(stdout, o.outputter(ret, ok), map[string]any{id: ret}, oo); err != nil {
 				return err
 			}
 			if progress {
@@ -422,7 +426,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 				}
 			}
 			if o.static {
-				if err := output.Format(stdout, o.out, collected, oo); err != nil {
+				if err := output.Format(stdout, o.outputter(nil, true), collected, oo); err != nil {
 					return err
 				}
 			}

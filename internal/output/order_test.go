@@ -55,7 +55,7 @@ func TestOutputter(t *testing.T) {
 		{"text", "txt", ""},
 		{"", "nested", ""},
 		{"bogus", "nested", "[ERROR   ] Invalid outputter bogus specified, fall back to nested\n"},
-		{"highstate", "nested", "[ERROR   ] Invalid outputter highstate specified, fall back to nested\n"},
+		{"highstate", "highstate", ""},
 		{"grains", "nested", ""},
 	}
 	for _, tt := range tests {

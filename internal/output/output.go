@@ -26,6 +26,9 @@ type Options struct {
 	// (Salt's nested_indent). The others ignore it.
 	IndentSet bool
 	Indent    int
+	// State holds the highstate outputter's options (Salt's state_output,
+	// state_verbose, ...); nil: Salt's defaults.
+	State *StateOptions
 }
 
 // renderer renders a normalised value to text; Format trims the text's
@@ -42,6 +45,7 @@ var outputters = map[string]renderer{
 	"quiet":               func(any, Options) (string, error) { return "", nil },
 	"pprint":              renderPprint,
 	"newline_values_only": renderNewlineValuesOnly,
+	"highstate":           renderHighstate,
 }
 
 // aliases maps other names Salt accepts to an outputter.
@@ -86,6 +90,8 @@ func Names() []string {
 //   - pprint: Python's pprint.pformat of the data (pprint_out);
 //   - newline_values_only: each minion's value, or the items of a list
 //     value, a line each (newline_values_only);
+//   - highstate: the returns of state runs as Salt's highstate
+//     outputter prints them (highstate.go), with opts.State;
 //   - quiet: nothing.
 //
 // Output that is not empty ends with one newline. data is what CBOR
@@ -117,9 +123,9 @@ func Format(w io.Writer, name string, data any, opts Options) error {
 
 // CLIOptions are the options for --out format with --out-indent indent
 // (nil when not given): the indent applies to json, yaml and pprint, as
-// Salt's output_indent does, and colour to nested only.
+// Salt's output_indent does, and colour to nested and highstate only.
 func CLIOptions(format string, indent *int, color bool) Options {
-	o := Options{Color: color && format == "nested"}
+	o := Options{Color: color && (format == "nested" || format == "highstate")}
 	switch format {
 	case "json", "yaml", "pprint":
 		if indent != nil {

@@ -282,7 +282,7 @@ func viaStdJSON(t *testing.T, v any) any {
 }
 
 func TestValidAndNames(t *testing.T) {
-	wantNames := []string{"json", "nested", "newline_values_only", "pprint", "quiet", "raw", "txt", "yaml"}
+	wantNames := []string{"highstate", "json", "nested", "newline_values_only", "pprint", "quiet", "raw", "txt", "yaml"}
 	if diff := cmp.Diff(wantNames, Names()); diff != "" {
 		t.Errorf("Names() (-want +got):\n%s", diff)
 	}
@@ -291,7 +291,7 @@ func TestValidAndNames(t *testing.T) {
 		want bool
 	}{
 		{"nested", true}, {"json", true}, {"yaml", true}, {"txt", true}, {"text", true},
-		{"raw", true}, {"quiet", true}, {"highstate", false}, {"", false}, {"JSON", false},
+		{"raw", true}, {"quiet", true}, {"highstate", true}, {"", false}, {"JSON", false},
 	}
 	for _, tt := range tests {
 		if got := Valid(tt.name); got != tt.want {
