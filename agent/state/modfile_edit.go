@@ -86,6 +86,9 @@ func pyRegexp(pattern string, flags int) (*regexp.Regexp, error) {
 	if pre != "" {
 		p = "(?" + pre + ")" + p
 	}
+	// Salt's documented idiom for a line end that may be CRLF; RE2 has no
+	// look-ahead, and "$" already ends the line for LF files.
+	p = strings.ReplaceAll(p, `($|(?=\r\n))`, `($)`)
 	re, err := regexp.Compile(p)
 	if err != nil {
 		return nil, fmt.Errorf("%v: '%s' (this agent runs Go's RE2 regular expressions: no look-around or backreferences in patterns)", err, pattern)
@@ -468,7 +471,17 @@ func setLine(lines []string, content *string, match *string, mode, location stri
 	if content != nil {
 		cont = *content
 	}
-	trimEOL := func(s string) string { return strings.TrimRight(s, "\r\n") }
+	// Salt compares the neighbour line with content after dropping only
+	// the line end, so a line it indented itself does not match on the
+	// next run and is inserted again (not idempotent); with indent the
+	// leading blanks are dropped too, the rest is Salt's comparison.
+	trimEOL := func(s string) string {
+		s = strings.TrimRight(s, "\r\n")
+		if indent {
+			s = strings.TrimLeft(s, " \t")
+		}
+		return s
+	}
 	switch {
 	case len(lines) == 0 && (mode == "delete" || mode == "replace"):
 		return []string{}, nil
@@ -768,8 +781,22 @@ func fileAppend(ctx context.Context, c *Call) state.Ret {
 	if name == "" {
 		return fail(ret, "Must provide name to file.append")
 	}
+	var fromSources []string
 	if ch["source"] != nil || ch["sources"] != nil {
-		return fail(ret, "file.append with source/sources is not supported by this agent yet: use text")
+		if ch["text"] != nil {
+			return fail(ret, "'text' and 'source'/'sources' cannot be used together")
+		}
+		srcs := strList(ch["sources"])
+		if ch["source"] != nil {
+			srcs = append([]string{argStr(ch, "source")}, srcs...)
+		}
+		for _, s := range srcs {
+			src, msg := resolveSource(ch, s, "")
+			if msg != "" {
+				return fail(ret, "%s", msg)
+			}
+			fromSources = append(fromSources, string(src.data))
+		}
 	}
 	if argBool(ch, "makedirs", false) {
 		dir := filepath.Dir(name)
@@ -798,7 +825,9 @@ func fileAppend(ctx context.Context, c *Call) state.Ret {
 		f.Close()
 	}
 	text := strList(ch["text"])
-	if ch["text"] == nil {
+	if fromSources != nil {
+		text = fromSources
+	} else if ch["text"] == nil {
 		return fail(ret, "No text found to append. Nothing appended")
 	}
 	data, err := os.ReadFile(name)
