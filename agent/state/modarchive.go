@@ -72,6 +72,9 @@ func guessArchiveType(name string) string {
 // readArchive lists the members of data; strip drops leading path
 // components as tar --strip-components.
 func readArchive(data []byte, format string, strip int) ([]member, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("the archive is empty")
+	}
 	var ms []member
 	add := func(m member) error {
 		if len(ms) >= maxArchiveMembers {
@@ -627,7 +630,7 @@ func archiveExtracted(_ context.Context, c *Call) state.Ret {
 			}
 			if !c.Test {
 				for _, p := range incorrect {
-					full := filepath.Join(name, p)
+					full := name + p // os.path.join(name, path): name ends in "/"
 					if err := os.RemoveAll(strings.TrimSuffix(full, "/")); err != nil {
 						ret.Comment = "One or more paths existed by were the incorrect type (i.e. file instead of directory or vice-versa), but could not be removed. The following errors were observed:\n\n- " + err.Error()
 						return ret
@@ -669,7 +672,7 @@ func archiveExtracted(_ context.Context, c *Call) state.Ret {
 		}
 		if clean {
 			for _, p := range append(append([]string(nil), l.topDirs...), l.topFiles...) {
-				full := filepath.Join(name, p)
+				full := name + p // os.path.join(name, path): name ends in "/"
 				if err := os.RemoveAll(strings.TrimSuffix(full, "/")); err != nil {
 					ret.Comment = "One or more paths could not be cleaned. The following errors were observed:\n\n- " + err.Error()
 					return ret
