@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -261,11 +262,69 @@ type owner struct {
 	name string // resolved name ("" for an id without a name)
 }
 
-func lookupUser(spec string) owner {
-	o := owner{spec: spec, id: -1}
-	if spec == "" {
+// ownerCache keeps found users and groups while /etc/passwd and
+// /etc/group are unchanged (size and mtime): the pure-Go lookups read the
+// whole file each time, and a highstate asks for the same few owners on
+// every file. A name not found is looked up again next time (user.present
+// may have just made it).
+var ownerCache struct {
+	sync.Mutex
+	stamp map[string]string // file -> "size mtime"
+	users map[string]owner
+	grps  map[string]owner
+}
+
+func dbStamp(file string) string {
+	fi, err := os.Stat(file)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprint(fi.Size(), fi.ModTime().UnixNano())
+}
+
+// cachedOwner returns a cached lookup of spec in the table of file.
+func cachedOwner(file string, table *map[string]owner, spec string, look func(string) owner) owner {
+	st := dbStamp(file)
+	ownerCache.Lock()
+	if ownerCache.stamp == nil {
+		ownerCache.stamp = map[string]string{}
+	}
+	if ownerCache.stamp[file] != st || *table == nil {
+		ownerCache.stamp[file] = st
+		*table = map[string]owner{}
+	}
+	o, ok := (*table)[spec]
+	ownerCache.Unlock()
+	if ok && st != "" {
 		return o
 	}
+	o = look(spec)
+	if o.id >= 0 && st != "" {
+		ownerCache.Lock()
+		if ownerCache.stamp[file] == st {
+			(*table)[spec] = o
+		}
+		ownerCache.Unlock()
+	}
+	return o
+}
+
+func lookupUser(spec string) owner {
+	if spec == "" {
+		return owner{id: -1}
+	}
+	return cachedOwner("/etc/passwd", &ownerCache.users, spec, lookupUserNow)
+}
+
+func lookupGroup(spec string) owner {
+	if spec == "" {
+		return owner{id: -1}
+	}
+	return cachedOwner("/etc/group", &ownerCache.grps, spec, lookupGroupNow)
+}
+
+func lookupUserNow(spec string) owner {
+	o := owner{spec: spec, id: -1}
 	if u, err := user.Lookup(spec); err == nil {
 		o.id, _ = strconv.Atoi(u.Uid)
 		o.name = u.Username
@@ -280,11 +339,8 @@ func lookupUser(spec string) owner {
 	return o
 }
 
-func lookupGroup(spec string) owner {
+func lookupGroupNow(spec string) owner {
 	o := owner{spec: spec, id: -1}
-	if spec == "" {
-		return o
-	}
 	if g, err := user.LookupGroup(spec); err == nil {
 		o.id, _ = strconv.Atoi(g.Gid)
 		o.name = g.Name
@@ -374,6 +430,9 @@ func checkPerms(path string, ret *state.Ret, p perms, test, follow bool) (string
 		ret.Changes = map[string]any{}
 	}
 	du, dg, dm := p.differs(fi)
+	if !du && !dg && !dm {
+		return lmode, nil
+	}
 	var comments []string
 	if test {
 		if du {

@@ -417,9 +417,11 @@ func manageFile(c *Call, ch state.Chunk, name string, want managedSource, p perm
 			}
 		}
 		if want.have {
-			rfi, err := os.Stat(real)
-			if err != nil {
-				return fail(ret, "Unable to manage file: %s", strerror(err))
+			rfi := fi
+			if real != name {
+				if rfi, err = os.Stat(real); err != nil {
+					return fail(ret, "Unable to manage file: %s", strerror(err))
+				}
 			}
 			old, err := readIfDiffers(real, rfi, want.data)
 			if err != nil {
