@@ -2,7 +2,8 @@ package state
 
 // archive.extracted: salt/states/archive.py extracted, with the listing of
 // salt/modules/archive.py list_ (dirs, files, links, top_level_*). Tar
-// (plain, gzip, bzip2) and zip are read in Go. An archive is hostile
+// (plain, gzip) and zip are read in Go (zip by the small reader in
+// modarchive_zip.go: archive/zip would link flate's compressor too). An archive is hostile
 // input: every member is checked before anything is written, and one that
 // would land outside the target (absolute, "..", a link pointing out, a
 // path through a symlink) refuses the whole archive with a comment naming
@@ -10,9 +11,7 @@ package state
 
 import (
 	"archive/tar"
-	"archive/zip"
 	"bytes"
-	"compress/bzip2"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -92,37 +91,11 @@ func readArchive(data []byte, format string, strip int) ([]member, error) {
 	}
 	switch format {
 	case "zip":
-		zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+		zs, err := readZip(data)
 		if err != nil {
-			return nil, fmt.Errorf("unable to read the zip archive: %w", err)
+			return nil, err
 		}
-		for _, f := range zr.File {
-			f := f
-			m := member{raw: f.Name, mode: f.Mode().Perm(), mtime: f.Modified, kind: 'f'}
-			switch {
-			case f.Mode()&fs.ModeSymlink != 0:
-				m.kind = 'l'
-				rc, err := f.Open()
-				if err != nil {
-					return nil, fmt.Errorf("unable to read %s in the zip archive: %w", f.Name, err)
-				}
-				b, err := io.ReadAll(io.LimitReader(rc, 4096))
-				rc.Close()
-				if err != nil {
-					return nil, fmt.Errorf("unable to read %s in the zip archive: %w", f.Name, err)
-				}
-				m.linkname = string(b)
-			case f.FileInfo().IsDir() || strings.HasSuffix(f.Name, "/"):
-				m.kind = 'd'
-			default:
-				m.open = func() (io.Reader, error) {
-					rc, err := f.Open()
-					if err != nil {
-						return nil, err
-					}
-					return rc, nil
-				}
-			}
+		for _, m := range zs {
 			if err := add(m); err != nil {
 				return nil, err
 			}
@@ -137,7 +110,7 @@ func readArchive(data []byte, format string, strip int) ([]member, error) {
 			}
 			r = gz
 		case bytes.HasPrefix(data, []byte("BZh")):
-			r = bzip2.NewReader(r)
+			return nil, fmt.Errorf("bzip2-compressed tar archives are not supported on this agent (gzip is)")
 		case bytes.HasPrefix(data, []byte{0xfd, '7', 'z', 'X', 'Z', 0}):
 			return nil, fmt.Errorf("xz-compressed tar archives are not supported on this agent (gzip and bzip2 are)")
 		}
@@ -557,6 +530,10 @@ func archiveExtracted(_ context.Context, c *Call) state.Ret {
 		}
 	}
 	ms, err := readArchive(want.data, format, strip)
+	if errors.Is(err, errZipEncrypted) {
+		ret.Comment = fmt.Sprintf("Archive %s is password-protected, but no password was specified. Please set the 'password' argument.", source)
+		return ret
+	}
 	if err != nil {
 		ret.Comment = fmt.Sprintf("Unable to list contents of %s: %s", source, err)
 		return ret

@@ -247,6 +247,32 @@ func TestArchiveHostile(t *testing.T) {
 			}
 		})
 	}
+	// zip: a symlink out is refused the same way; modes are kept.
+	var zb bytes.Buffer
+	zw := zip.NewWriter(&zb)
+	hdr := &zip.FileHeader{Name: "app/run.sh", Method: zip.Store}
+	hdr.SetMode(0o755)
+	w, _ := zw.CreateHeader(hdr)
+	w.Write([]byte("#!/bin/sh\n"))
+	lh := &zip.FileHeader{Name: "app/etc"}
+	lh.SetMode(os.ModeSymlink | 0o777)
+	w, _ = zw.CreateHeader(lh)
+	w.Write([]byte("../../../etc"))
+	zw.Close()
+	zroot := t.TempDir()
+	r := apply(t, h, "archive.extracted", zroot, false, map[string]any{"source": "salt://a.zip", "__files__": fileMap("salt://a.zip", zb.Bytes())})
+	if r.Result != state.False || !strings.Contains(r.Comment, "'app/etc' is a symlink to '../../../etc', outside the target") {
+		t.Errorf("zip symlink: %q", r.Comment)
+	}
+	zb.Reset()
+	zw = zip.NewWriter(&zb)
+	w, _ = zw.CreateHeader(hdr)
+	w.Write([]byte("#!/bin/sh\n"))
+	zw.Close()
+	r = apply(t, h, "archive.extracted", zroot, false, map[string]any{"source": "salt://a.zip", "__files__": fileMap("salt://a.zip", zb.Bytes())})
+	if r.Result != state.True || mode(t, filepath.Join(zroot, "app", "run.sh")) != "0755" {
+		t.Errorf("zip mode: %q", r.Comment)
+	}
 	// A symlink already on the device inside the target is not followed.
 	root := t.TempDir()
 	dst := filepath.Join(root, "d")
@@ -254,7 +280,7 @@ func TestArchiveHostile(t *testing.T) {
 	os.MkdirAll(dst, 0o755)
 	os.MkdirAll(out, 0o755)
 	os.Symlink(out, filepath.Join(dst, "app"))
-	r := apply(t, h, "archive.extracted", dst, false, map[string]any{"source": "salt://a.tgz", "__files__": fileMap("salt://a.tgz", tarGz(t, []entry{{name: "app/x", body: "x"}}))})
+	r = apply(t, h, "archive.extracted", dst, false, map[string]any{"source": "salt://a.tgz", "__files__": fileMap("salt://a.tgz", tarGz(t, []entry{{name: "app/x", body: "x"}}))})
 	if r.Result != state.False || !strings.Contains(r.Comment, "through the symlink") {
 		t.Errorf("device symlink: %v %q", r.Result.Value(), r.Comment)
 	}
