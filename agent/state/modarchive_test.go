@@ -5,7 +5,9 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -324,4 +326,63 @@ func FuzzArchive(f *testing.F) {
 			t.Errorf("outside: %v", names)
 		}
 	})
+}
+
+// The small tar reader against archives made by archive/tar (PAX and GNU
+// long names, long link targets) and by the system's tar command.
+func TestTarReaderFormats(t *testing.T) {
+	long := "app/" + strings.Repeat("d", 120) + "/" + strings.Repeat("f", 110)
+	for _, format := range []tar.Format{tar.FormatPAX, tar.FormatGNU, tar.FormatUSTAR} {
+		var b bytes.Buffer
+		tw := tar.NewWriter(&b)
+		name := long
+		if format == tar.FormatUSTAR {
+			name = "app/" + strings.Repeat("d", 120) + "/f" // prefix field
+		}
+		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: 2, Typeflag: tar.TypeReg, Format: format})
+		tw.Write([]byte("ok"))
+		if format != tar.FormatUSTAR {
+			tw.WriteHeader(&tar.Header{Name: "app/l", Linkname: strings.Repeat("x/", 60) + "y", Typeflag: tar.TypeSymlink, Format: format})
+		}
+		tw.Close()
+		var ms []member
+		if err := readTar(bytes.NewReader(b.Bytes()), func(m member) error { ms = append(ms, m); return nil }); err != nil {
+			t.Fatalf("%v: %v", format, err)
+		}
+		if len(ms) == 0 || ms[0].raw != name || ms[0].mode != 0o600 {
+			t.Fatalf("%v: %+v", format, ms)
+		}
+		r, _ := ms[0].open()
+		if got, _ := io.ReadAll(r); string(got) != "ok" {
+			t.Errorf("%v: content %q", format, got)
+		}
+		if format != tar.FormatUSTAR && (len(ms) != 2 || ms[1].linkname != strings.Repeat("x/", 60)+"y") {
+			t.Errorf("%v: link %+v", format, ms[1:])
+		}
+	}
+	tarCmd, err := exec.LookPath("tar")
+	if err != nil {
+		t.Skip("no tar command")
+	}
+	src := t.TempDir()
+	os.MkdirAll(filepath.Join(src, "app", strings.Repeat("d", 120)), 0o755)
+	os.WriteFile(filepath.Join(src, "app", strings.Repeat("d", 120), strings.Repeat("f", 110)), []byte("deep\n"), 0o640)
+	os.Symlink(strings.Repeat("d", 120), filepath.Join(src, "app", "short"))
+	out := filepath.Join(t.TempDir(), "a.tar.gz")
+	if b, err := exec.Command(tarCmd, "-C", src, "-czf", out, "app").CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v %s", err, b)
+	}
+	data, _ := os.ReadFile(out)
+	h := newHost(t)
+	dst := t.TempDir()
+	r := apply(t, h, "archive.extracted", dst, false, map[string]any{"source": "salt://a.tar.gz", "__files__": fileMap("salt://a.tar.gz", data)})
+	if r.Result != state.True {
+		t.Fatal(r.Comment)
+	}
+	if got := readFile(t, filepath.Join(dst, "app", "short", strings.Repeat("f", 110))); got != "deep\n" {
+		t.Errorf("content %q", got)
+	}
+	if got := mode(t, filepath.Join(dst, "app", "short", strings.Repeat("f", 110))); got != "0640" {
+		t.Errorf("mode %s", got)
+	}
 }
