@@ -30,13 +30,6 @@ import (
 	"github.com/halite-fleet/halite/state"
 )
 
-// fail is Salt's _error: Result False with the comment.
-func fail(ret state.Ret, format string, a ...any) state.Ret {
-	ret.Result = state.False
-	ret.Comment = fmt.Sprintf(format, a...)
-	return ret
-}
-
 // arg reads a chunk argument; absent and YAML null are both "not given",
 // as a Python keyword argument left at None.
 func arg(c state.Chunk, k string) (any, bool) {
@@ -369,10 +362,10 @@ func ownerArgs(c state.Chunk) (usr, grp owner) {
 func checkUser(usr, grp owner, test bool) string {
 	var err string
 	if usr.spec != "" && usr.id < 0 {
-		err += fmt.Sprintf("User %s is not available ", usr.spec)
+		err += ("User " + usr.spec + " is not available ")
 	}
 	if grp.spec != "" && grp.id < 0 {
-		err += fmt.Sprintf("Group %s is not available", grp.spec)
+		err += ("Group " + grp.spec + " is not available")
 	}
 	if test {
 		return ""
@@ -852,11 +845,20 @@ func isLink(p string) bool {
 func strerror(err error) string {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		return fmt.Sprintf("%s: %s", pe.Path, pe.Err)
+		return pe.Path + ": " + pe.Err.Error()
 	}
 	var le *os.LinkError
 	if errors.As(err, &le) {
-		return fmt.Sprintf("%s -> %s: %s", le.Old, le.New, le.Err)
+		return le.Old + " -> " + le.New + ": " + le.Err.Error()
 	}
 	return err.Error()
+}
+
+// failS is Salt's _error: Result False with the comment. Messages are
+// built by concatenation, not fmt: each fmt call site costs code on the
+// agent.
+func failS(ret state.Ret, msg string) state.Ret {
+	ret.Result = state.False
+	ret.Comment = msg
+	return ret
 }

@@ -139,11 +139,11 @@ func checkMembers(ms []member) ([]member, []string) {
 			continue
 		}
 		if strings.HasPrefix(raw, "/") || strings.HasPrefix(raw, `\`) || filepath.VolumeName(raw) != "" {
-			bad = append(bad, fmt.Sprintf("'%s' is an absolute path", raw))
+			bad = append(bad, ("'" + raw + "' is an absolute path"))
 			continue
 		}
 		if strings.Contains("/"+strings.ReplaceAll(raw, `\`, "/")+"/", "/../") {
-			bad = append(bad, fmt.Sprintf("'%s' climbs out with '..'", raw))
+			bad = append(bad, ("'" + raw + "' climbs out with '..'"))
 			continue
 		}
 		n := path.Clean(raw)
@@ -163,7 +163,7 @@ func checkMembers(ms []member) ([]member, []string) {
 	for _, m := range out {
 		if m.kind == 'l' {
 			if _, ok := resolveInside(links, path.Dir(m.name), m.linkname); !ok {
-				bad = append(bad, fmt.Sprintf("'%s' is a symlink to '%s', outside the target", m.raw, m.linkname))
+				bad = append(bad, ("'" + m.raw + "' is a symlink to '" + m.linkname + "', outside the target"))
 				continue
 			}
 		}
@@ -397,12 +397,12 @@ func archiveExtracted(_ context.Context, c *Call) state.Ret {
 	name := c.Name
 	ret := state.Ret{Name: name, Result: state.False, Changes: map[string]any{}}
 	if !filepath.IsAbs(name) {
-		ret.Comment = fmt.Sprintf("%s is not an absolute path", name)
+		ret.Comment = (name + " is not an absolute path")
 		return ret
 	}
 	name = strings.TrimRight(name, "/")
 	if isRegular(name) {
-		ret.Comment = fmt.Sprintf("%s exists and is not a directory", name)
+		ret.Comment = (name + " exists and is not a directory")
 		return ret
 	}
 	root := name
@@ -414,16 +414,16 @@ func archiveExtracted(_ context.Context, c *Call) state.Ret {
 	}
 	if ifMissing != "" && lexists(ifMissing) {
 		ret.Result = state.True
-		ret.Comment = fmt.Sprintf("Path %s exists", ifMissing)
+		ret.Comment = ("Path " + ifMissing + " exists")
 		return ret
 	}
 	usr, grp := ownerArgs(ch)
 	if usr.spec != "" && usr.id < 0 {
-		ret.Comment = fmt.Sprintf("User %s does not exist", usr.spec)
+		ret.Comment = ("User " + usr.spec + " does not exist")
 		return ret
 	}
 	if grp.spec != "" && grp.id < 0 {
-		ret.Comment = fmt.Sprintf("Group %s does not exist", grp.spec)
+		ret.Comment = ("Group " + grp.spec + " does not exist")
 		return ret
 	}
 	src, ok := arg(ch, "source")
@@ -435,7 +435,7 @@ func archiveExtracted(_ context.Context, c *Call) state.Ret {
 	want, msg := resolveSource(ch, src, "")
 	if msg != "" {
 		if p, ok := strings.CutPrefix(msg, "Local file source "); ok {
-			msg = fmt.Sprintf("Source file '%s' does not exist", strings.TrimSuffix(p, " does not exist"))
+			msg = ("Source file '" + strings.TrimSuffix(p, " does not exist") + "' does not exist")
 		}
 		ret.Comment = msg
 		return ret
@@ -478,7 +478,7 @@ func archiveExtracted(_ context.Context, c *Call) state.Ret {
 			switch f {
 			case "v", "-v", "--verbose", "x", "-x", "z", "-z", "xz", "-xz", "xzf", "j", "-j":
 			default:
-				ret.Comment = fmt.Sprintf("The option '%s' is not supported on this agent, which extracts without the tar/unzip commands (supported: --strip-components)", f)
+				ret.Comment = ("The option '" + f + "' is not supported on this agent, which extracts without the tar/unzip commands (supported: --strip-components)")
 				return ret
 			}
 		}
@@ -490,22 +490,22 @@ func archiveExtracted(_ context.Context, c *Call) state.Ret {
 			return ret
 		}
 		if hashHex(htype, want.data) != hsum {
-			ret.Comment = fmt.Sprintf("%s does not match the desired source_hash %s", source, hsum)
+			ret.Comment = (source + " does not match the desired source_hash " + hsum)
 			return ret
 		}
 	}
 	ms, err := readArchive(want.data, format, strip)
 	if errors.Is(err, errZipEncrypted) {
-		ret.Comment = fmt.Sprintf("Archive %s is password-protected, but no password was specified. Please set the 'password' argument.", source)
+		ret.Comment = ("Archive " + source + " is password-protected, but no password was specified. Please set the 'password' argument.")
 		return ret
 	}
 	if err != nil {
-		ret.Comment = fmt.Sprintf("Unable to list contents of %s: %s", source, err)
+		ret.Comment = ("Unable to list contents of " + source + ": " + err.Error())
 		return ret
 	}
 	ms, bad := checkMembers(ms)
 	if len(bad) > 0 {
-		ret.Comment = fmt.Sprintf("Archive %s was not extracted: it has members that would be written outside %s:\n", source, name)
+		ret.Comment = ("Archive " + source + " was not extracted: it has members that would be written outside " + name + ":\n")
 		for i, b := range bad {
 			if i == 20 {
 				ret.Comment += fmt.Sprintf("\n- ... and %d more", len(bad)-20)
@@ -554,7 +554,7 @@ func archiveExtracted(_ context.Context, c *Call) state.Ret {
 			}
 			paths += "- " + p
 		}
-		ret.Comment = fmt.Sprintf("The below paths (relative to %s) exist, but are the incorrect type (file instead of directory, symlink instead of file, etc.).", name)
+		ret.Comment = ("The below paths (relative to " + name + ") exist, but are the incorrect type (file instead of directory, symlink instead of file, etc.).")
 		if c.Test && clean {
 			ret.Result = state.None
 			ret.Comment += " Since the 'clean' option is enabled, the destination paths would be cleared and the archive would be extracted." + paths
@@ -598,7 +598,7 @@ func archiveExtracted(_ context.Context, c *Call) state.Ret {
 	if needed {
 		if c.Test {
 			ret.Result = state.None
-			ret.Comment = fmt.Sprintf("Archive %s would be extracted to %s", source, name)
+			ret.Comment = ("Archive " + source + " would be extracted to " + name)
 			if clean {
 				ret.Comment += ", after cleaning destination path(s)"
 			}
@@ -607,10 +607,10 @@ func archiveExtracted(_ context.Context, c *Call) state.Ret {
 		}
 		if cleanParent {
 			if err := os.RemoveAll(root); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				ret.Comment = fmt.Sprintf("Unable to remove the directory %s. The following errors were observed:\n\n- %s", name, err)
+				ret.Comment = ("Unable to remove the directory " + name + ". The following errors were observed:\n\n- " + err.Error())
 				return ret
 			}
-			ret.Changes["removed"] = fmt.Sprintf("Directory %s was removed prior to the extraction", name)
+			ret.Changes["removed"] = ("Directory " + name + " was removed prior to the extraction")
 		}
 		if clean {
 			for _, p := range append(append([]string(nil), l.topDirs...), l.topFiles...) {
@@ -625,13 +625,13 @@ func archiveExtracted(_ context.Context, c *Call) state.Ret {
 		created := false
 		if !isDir(root) {
 			if _, err := makeDirs(root, perms{usr: usr}); err != nil {
-				ret.Comment = fmt.Sprintf("Unable to create %s: %s", name, strerror(err))
+				ret.Comment = ("Unable to create " + name + ": " + strerror(err))
 				return ret
 			}
 			created = true
 		}
 		if err := extract(root, ms, usr, grp); err != nil {
-			ret.Comment = fmt.Sprintf("Unable to extract %s to %s: %s", source, name, err)
+			ret.Comment = ("Unable to extract " + source + " to " + name + ": " + err.Error())
 			return ret
 		}
 		files := make([]any, 0, len(ms))
@@ -642,16 +642,16 @@ func archiveExtracted(_ context.Context, c *Call) state.Ret {
 			files = files[:n]
 		}
 		if len(files) == 0 {
-			ret.Comment = fmt.Sprintf("No files were extracted from %s", source)
+			ret.Comment = ("No files were extracted from " + source)
 			return ret
 		}
 		if created {
 			ret.Changes["directories_created"] = []any{name}
 		}
 		ret.Changes["extracted_files"] = files
-		ret.Comment = fmt.Sprintf("%s extracted to %s", source, name)
+		ret.Comment = (source + " extracted to " + name)
 		explain()
-		ret.Comment += fmt.Sprintf(". Output was trimmed to %s number of lines", trim)
+		ret.Comment += (". Output was trimmed to " + trim + " number of lines")
 		ret.Result = state.True
 		return ret
 	}

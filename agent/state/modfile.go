@@ -90,23 +90,23 @@ func resolveSource(c state.Chunk, src any, sourceHash string) (managedSource, st
 				e = env
 			}
 			if missing[cd.url] || !ok {
-				return managedSource{}, fmt.Sprintf("Source file %s not found in saltenv '%s'", cd.url, e)
+				return managedSource{}, ("Source file " + cd.url + " not found in saltenv '" + e + "'")
 			}
 			_ = p
 		}
 		data = f.data
 		if f.sha256 != "" && hashHex("sha256", data) != strings.ToLower(f.sha256) {
-			return managedSource{}, fmt.Sprintf("Source file %s does not match the sha256 the master sent: it was damaged on the way", cd.url)
+			return managedSource{}, ("Source file " + cd.url + " does not match the sha256 the master sent: it was damaged on the way")
 		}
 	case strings.HasPrefix(cd.url, "/") || strings.HasPrefix(cd.url, "file://"):
 		p := strings.TrimPrefix(cd.url, "file://")
 		b, err := os.ReadFile(p)
 		if err != nil {
-			return managedSource{}, fmt.Sprintf("Local file source %s does not exist", p)
+			return managedSource{}, ("Local file source " + p + " does not exist")
 		}
 		data = b
 	default:
-		return managedSource{}, fmt.Sprintf("Unable to manage file: source %s: only salt://, file:// and local sources are supported on this agent", cd.url)
+		return managedSource{}, ("Unable to manage file: source " + cd.url + ": only salt://, file:// and local sources are supported on this agent")
 	}
 	if cd.hash != "" {
 		htype, hsum, err := sourceSum(cd.hash)
@@ -143,7 +143,7 @@ func managedContents(c *Call, ret state.Ret) (data []byte, have bool, errRet *st
 	var use any
 	switch {
 	case ch["contents_pillar"] != nil:
-		r := fail(ret, "contents_pillar is not supported by this agent yet: pillar reaches the device with issue 18")
+		r := failS(ret, "contents_pillar is not supported by this agent yet: pillar reaches the device with issue 18")
 		return nil, false, &r
 	case ch["contents_grains"] != nil:
 		delim := argStr(ch, "contents_delimiter")
@@ -158,7 +158,7 @@ func managedContents(c *Call, ret state.Ret) (data []byte, have bool, errRet *st
 			}
 			v, ok := lookupPath(grains, key, delim)
 			if !ok {
-				r := fail(ret, "Grain %s does not exist", key)
+				r := failS(ret, "Grain "+key+" does not exist")
 				return nil, false, &r
 			}
 			parts = append(parts, pyStr(v))
@@ -175,7 +175,7 @@ func managedContents(c *Call, ret state.Ret) (data []byte, have bool, errRet *st
 		if ch["contents_grains"] != nil {
 			id = "contents_grains " + pyStr(ch["contents_grains"])
 		}
-		r := fail(ret, "%s value would result in empty contents. Set allow_empty to True to allow the managed file to be empty.", id)
+		r := failS(ret, id+" value would result in empty contents. Set allow_empty to True to allow the managed file to be empty.")
 		return nil, false, &r
 	}
 	var b strings.Builder
@@ -237,7 +237,7 @@ func managed(_ context.Context, c *Call) state.Ret {
 	name := expandUser(c.Name)
 	ret := state.Ret{Name: name, Result: state.True, Changes: map[string]any{}}
 	if name == "" {
-		return fail(ret, "Destination file name is required")
+		return failS(ret, "Destination file name is required")
 	}
 	modeArg, _ := arg(ch, "mode")
 	keepMode := strings.EqualFold(pyStr(modeArg), "keep")
@@ -245,7 +245,7 @@ func managed(_ context.Context, c *Call) state.Ret {
 	if modeArg != nil && !keepMode {
 		mode = normMode(modeArg)
 		if _, err := parseMode(mode); err != nil {
-			return fail(ret, "Invalid mode %s for %s", pyStr(modeArg), name)
+			return failS(ret, "Invalid mode "+pyStr(modeArg)+" for "+name)
 		}
 	}
 	src, hasSource := arg(ch, "source")
@@ -260,11 +260,11 @@ func managed(_ context.Context, c *Call) state.Ret {
 	}
 	switch {
 	case hasSource && nContents > 0:
-		return fail(ret, "'source' cannot be used in combination with 'contents', 'contents_pillar', or 'contents_grains'")
+		return failS(ret, "'source' cannot be used in combination with 'contents', 'contents_pillar', or 'contents_grains'")
 	case keepMode && nContents > 0:
-		return fail(ret, "Mode preservation cannot be used in combination with 'contents', 'contents_pillar', or 'contents_grains'")
+		return failS(ret, "Mode preservation cannot be used in combination with 'contents', 'contents_pillar', or 'contents_grains'")
 	case nContents > 1:
-		return fail(ret, "Only one of 'contents', 'contents_pillar', and 'contents_grains' is permitted")
+		return failS(ret, "Only one of 'contents', 'contents_pillar', and 'contents_grains' is permitted")
 	}
 	replace := argBool(ch, "replace", true)
 	if !hasSource && nContents == 0 && replace {
@@ -277,37 +277,37 @@ func managed(_ context.Context, c *Call) state.Ret {
 	usr, grp := ownerArgs(ch)
 	p := perms{usr: usr, grp: grp, mode: mode}
 	if !argBool(ch, "create", true) && !isRegular(name) {
-		ret.Comment = fmt.Sprintf("File %s is not present and is not set for creation", name)
+		ret.Comment = ("File " + name + " is not present and is not set for creation")
 		return ret
 	}
 	if e := checkUser(usr, grp, c.Test); e != "" {
-		return fail(ret, "%s", e)
+		return failS(ret, e)
 	}
 	if !filepath.IsAbs(name) {
-		return fail(ret, "Specified file %s is not an absolute path", name)
+		return failS(ret, "Specified file "+name+" is not an absolute path")
 	}
 	if isDir(name) {
-		return fail(ret, "Specified target %s is a directory", name)
+		return failS(ret, "Specified target "+name+" is a directory")
 	}
 	if ctx, ok := ch["context"]; ok && ctx != nil {
 		if _, isMap := ctx.(map[string]any); !isMap {
-			return fail(ret, "Context must be formed as a dict")
+			return failS(ret, "Context must be formed as a dict")
 		}
 	}
 	follow := argBool(ch, "follow_symlinks", true)
 	if !replace && lexists(name) {
 		lmode, err := checkPerms(name, &ret, p, c.Test, follow)
 		if err != nil {
-			return fail(ret, "Unable to manage file: %s", strerror(err))
+			return failS(ret, "Unable to manage file: "+strerror(err))
 		}
 		if c.Test {
 			if mode != "" && mode != lmode {
-				ret.Comment = fmt.Sprintf("File %s will be updated with permissions %s from its current state of %s", name, mode, lmode)
+				ret.Comment = ("File " + name + " will be updated with permissions " + mode + " from its current state of " + lmode)
 			} else {
-				ret.Comment = fmt.Sprintf("File %s not updated", name)
+				ret.Comment = ("File " + name + " not updated")
 			}
 		} else if len(ret.Changes) == 0 && ret.Result == state.True {
-			ret.Comment = fmt.Sprintf("File %s exists with proper permissions. No changes made.", name)
+			ret.Comment = ("File " + name + " exists with proper permissions. No changes made.")
 		}
 		return ret
 	}
@@ -316,7 +316,7 @@ func managed(_ context.Context, c *Call) state.Ret {
 		var msg string
 		want, msg = resolveSource(ch, src, argStr(ch, "source_hash"))
 		if msg != "" {
-			return fail(ret, "%s", msg)
+			return failS(ret, msg)
 		}
 	} else if haveContents {
 		want = managedSource{data: contents, have: true}
@@ -325,17 +325,17 @@ func managed(_ context.Context, c *Call) state.Ret {
 	if c.Test {
 		changes, err := managedChanges(name, want, p, follow)
 		if err != nil {
-			return fail(ret, "Unable to manage file: %s", strerror(err))
+			return failS(ret, "Unable to manage file: "+strerror(err))
 		}
 		ret.Changes = changes
 		if len(changes) > 0 {
 			ret.Result = state.None
-			ret.Comment = fmt.Sprintf("The file %s is set to be changed", name) + testNote
+			ret.Comment = ("The file " + name + " is set to be changed") + testNote
 			if _, ok := changes["diff"]; ok && !showChanges {
 				changes["diff"] = "<show_changes=False>"
 			}
 		} else {
-			ret.Comment = fmt.Sprintf("The file %s is in the correct state", name)
+			ret.Comment = ("The file " + name + " is in the correct state")
 		}
 		return ret
 	}
@@ -420,40 +420,40 @@ func manageFile(c *Call, ch state.Chunk, name string, want managedSource, p perm
 			rfi := fi
 			if real != name {
 				if rfi, err = os.Stat(real); err != nil {
-					return fail(ret, "Unable to manage file: %s", strerror(err))
+					return failS(ret, "Unable to manage file: "+strerror(err))
 				}
 			}
 			old, err := readIfDiffers(real, rfi, want.data)
 			if err != nil {
-				return fail(ret, "Unable to manage file: %s", strerror(err))
+				return failS(ret, "Unable to manage file: "+strerror(err))
 			}
 			if old != nil {
 				if d := fileDiff(old, want.data, showChanges); d != "" {
 					ret.Changes["diff"] = d
 				}
 				if err := writeAtomic(real, want.data, 0, backup, cache); err != nil {
-					return fail(ret, "Failed to commit change: %s", strerror(err))
+					return failS(ret, "Failed to commit change: "+strerror(err))
 				}
 			}
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 && !follow && want.have {
 			if err := os.Remove(name); err != nil {
-				return fail(ret, "Failed to commit change: %s", strerror(err))
+				return failS(ret, "Failed to commit change: "+strerror(err))
 			}
 			if err := writeAtomic(name, want.data, 0o666&^umask, backup, cache); err != nil {
-				return fail(ret, "Failed to commit change: %s", strerror(err))
+				return failS(ret, "Failed to commit change: "+strerror(err))
 			}
 			ret.Changes["diff"] = "Replace symbolic link with regular file"
 		}
 		if _, err := checkPerms(name, &ret, p, false, follow); err != nil {
-			return fail(ret, "Unable to manage file: %s", strerror(err))
+			return failS(ret, "Unable to manage file: "+strerror(err))
 		}
 		if len(ret.Changes) > 0 {
 			if ret.Comment == "" || ret.Result == state.True {
-				ret.Comment = fmt.Sprintf("File %s updated", name)
+				ret.Comment = ("File " + name + " updated")
 			}
 		} else if ret.Result == state.True {
-			ret.Comment = fmt.Sprintf("File %s is in the correct state", name)
+			ret.Comment = ("File " + name + " is in the correct state")
 		}
 		return ret
 	}
@@ -461,14 +461,14 @@ func manageFile(c *Call, ch state.Chunk, name string, want managedSource, p perm
 	dir := filepath.Dir(name)
 	if !isDir(dir) {
 		if !argBool(ch, "makedirs", false) {
-			return fail(ret, "Parent directory not present")
+			return failS(ret, "Parent directory not present")
 		}
 		dm := normMode(ch["dir_mode"])
 		if ch["dir_mode"] == nil {
 			dm = dirModeFor(p.mode)
 		}
 		if _, err := makeDirs(dir, perms{usr: p.usr, grp: p.grp, mode: dm}); err != nil {
-			return fail(ret, "Unable to manage file: %s", strerror(err))
+			return failS(ret, "Unable to manage file: "+strerror(err))
 		}
 	}
 	// Salt's mode for the new file before check_perms: a cached source is
@@ -486,13 +486,13 @@ func manageFile(c *Call, ch state.Chunk, name string, want managedSource, p perm
 	}
 	data := want.data
 	if err := writeAtomic(name, data, final, "", ""); err != nil {
-		return fail(ret, "Unable to manage file: %s", strerror(err))
+		return failS(ret, "Unable to manage file: "+strerror(err))
 	}
 	switch {
 	case want.have:
 		ret.Changes["diff"] = "New file"
 	default:
-		ret.Changes["new"] = fmt.Sprintf("file %s created", name)
+		ret.Changes["new"] = ("file " + name + " created")
 		ret.Comment = "Empty file"
 	}
 	if final != initial {
@@ -501,7 +501,7 @@ func manageFile(c *Call, ch state.Chunk, name string, want managedSource, p perm
 	pp := p
 	pp.mode = "" // already set; only ownership is left
 	if _, err := checkPerms(name, &ret, pp, false, true); err != nil {
-		return fail(ret, "Unable to manage file: %s", strerror(err))
+		return failS(ret, "Unable to manage file: "+strerror(err))
 	}
 	if ret.Comment == "" {
 		ret.Comment = "File " + name + " updated"
@@ -513,43 +513,43 @@ func fileAbsent(_ context.Context, c *Call) state.Ret {
 	name := expandUser(c.Name)
 	ret := state.Ret{Name: name, Result: state.True, Changes: map[string]any{}}
 	if name == "" {
-		return fail(ret, "Must provide name to file.absent")
+		return failS(ret, "Must provide name to file.absent")
 	}
 	if !filepath.IsAbs(name) {
-		return fail(ret, "Specified file %s is not an absolute path", name)
+		return failS(ret, "Specified file "+name+" is not an absolute path")
 	}
 	if name == "/" {
-		return fail(ret, `Refusing to make "/" absent`)
+		return failS(ret, `Refusing to make "/" absent`)
 	}
 	fi, err := os.Lstat(name)
 	if err != nil {
-		ret.Comment = fmt.Sprintf("File %s is not present", name)
+		ret.Comment = ("File " + name + " is not present")
 		return ret
 	}
 	if fi.IsDir() {
 		if c.Test {
 			ret.Result = state.None
 			ret.Changes["removed"] = name
-			ret.Comment = fmt.Sprintf("Directory %s is set for removal", name)
+			ret.Comment = ("Directory " + name + " is set for removal")
 			return ret
 		}
 		if err := os.RemoveAll(name); err != nil {
-			return fail(ret, "Failed to remove directory %s", name)
+			return failS(ret, "Failed to remove directory "+name)
 		}
-		ret.Comment = fmt.Sprintf("Removed directory %s", name)
+		ret.Comment = ("Removed directory " + name)
 		ret.Changes["removed"] = name
 		return ret
 	}
 	if c.Test {
 		ret.Result = state.None
 		ret.Changes["removed"] = name
-		ret.Comment = fmt.Sprintf("File %s is set for removal", name)
+		ret.Comment = ("File " + name + " is set for removal")
 		return ret
 	}
 	if err := os.Remove(name); err != nil {
-		return fail(ret, "%s", strerror(err))
+		return failS(ret, strerror(err))
 	}
-	ret.Comment = fmt.Sprintf("Removed file %s", name)
+	ret.Comment = ("Removed file " + name)
 	ret.Changes["removed"] = name
 	return ret
 }
@@ -562,30 +562,30 @@ func fileSymlink(_ context.Context, c *Call) state.Ret {
 	name := expandUser(c.Name)
 	ret := state.Ret{Name: name, Result: state.True, Changes: map[string]any{}}
 	if name == "" {
-		return fail(ret, "Must provide name to file.symlink")
+		return failS(ret, "Must provide name to file.symlink")
 	}
 	target := argStr(ch, "target")
 	if target == "" {
-		return fail(ret, "Must provide target to file.symlink")
+		return failS(ret, "Must provide target to file.symlink")
 	}
 	force := argBool(ch, "force", false)
 	usr, grp := ownerArgs(ch)
 	var pre []string
 	if usr.spec != "" && usr.id < 0 {
-		pre = append(pre, fmt.Sprintf("User %s does not exist", usr.spec))
+		pre = append(pre, ("User " + usr.spec + " does not exist"))
 	}
 	if grp.spec != "" && grp.id < 0 {
-		pre = append(pre, fmt.Sprintf("Group %s does not exist", grp.spec))
+		pre = append(pre, ("Group " + grp.spec + " does not exist"))
 	}
 	if !filepath.IsAbs(name) {
-		pre = append(pre, fmt.Sprintf("Specified file %s is not an absolute path", name))
+		pre = append(pre, ("Specified file " + name + " is not an absolute path"))
 	}
 	if len(pre) > 0 {
 		msg := strings.Join(pre, ". ")
 		if len(pre) > 1 {
 			msg += "."
 		}
-		return fail(ret, "%s", msg)
+		return failS(ret, msg)
 	}
 	p := perms{usr: usr, grp: grp}
 	owned := func() bool {
@@ -617,39 +617,39 @@ func fileSymlink(_ context.Context, c *Call) state.Ret {
 	tchanges := map[string]any{}
 	switch {
 	case !lexists(name):
-		tres, tcomment = state.None, fmt.Sprintf("Symlink %s to %s is set for creation", name, target)
+		tres, tcomment = state.None, ("Symlink " + name + " to " + target + " is set for creation")
 		tchanges["new"] = name
 	case isLink(name):
 		cur, _ := os.Readlink(name)
 		if cur != target {
-			tres, tcomment = state.None, fmt.Sprintf("Link %s target is set to be changed to %s", name, target)
+			tres, tcomment = state.None, ("Link " + name + " target is set to be changed to " + target)
 			tchanges["change"] = name
 		} else {
-			tres, tcomment = state.True, fmt.Sprintf("The symlink %s is present", name)
+			tres, tcomment = state.True, ("The symlink " + name + " is present")
 			if !owned() {
 				tres = state.None
 				tchanges["ownership"] = ownerStr()
-				tcomment += fmt.Sprintf(", but the ownership of the symlink would be changed from %s to %s:%s", ownerStr(), usr.spec, grp.spec)
+				tcomment += (", but the ownership of the symlink would be changed from " + ownerStr() + " to " + usr.spec + ":" + grp.spec)
 			}
 		}
 	case force:
-		tres, tcomment = state.None, fmt.Sprintf("The file or directory %s is set for removal to make way for a new symlink targeting %s", name, target)
+		tres, tcomment = state.None, ("The file or directory " + name + " is set for removal to make way for a new symlink targeting " + target)
 	default:
-		tres, tcomment = state.False, fmt.Sprintf("File or directory exists where the symlink %s should be. Did you mean to use force?", name)
+		tres, tcomment = state.False, ("File or directory exists where the symlink " + name + " should be. Did you mean to use force?")
 	}
 	dir := filepath.Dir(name)
 	if !isDir(dir) {
 		if argBool(ch, "makedirs", false) {
 			if c.Test {
-				tcomment += fmt.Sprintf("\n%s will be created", dir)
+				tcomment += ("\n" + dir + " will be created")
 			} else if _, err := makeDirs(dir, perms{usr: usr, grp: grp, mode: normMode(ch["mode"])}); err != nil {
-				return fail(ret, "Unable to create %s: %s", dir, strerror(err))
+				return failS(ret, "Unable to create "+dir+": "+strerror(err))
 			}
 		} else {
 			if c.Test {
-				tcomment += fmt.Sprintf("\nDirectory %s for symlink is not present", dir)
+				tcomment += ("\nDirectory " + dir + " for symlink is not present")
 			} else {
-				return fail(ret, "Directory %s for symlink is not present", dir)
+				return failS(ret, "Directory "+dir+" for symlink is not present")
 			}
 		}
 	}
@@ -661,15 +661,15 @@ func fileSymlink(_ context.Context, c *Call) state.Ret {
 		cur, _ := os.Readlink(name)
 		if filepath.Clean(cur) == filepath.Clean(target) {
 			if owned() {
-				ret.Comment = fmt.Sprintf("Symlink %s is present and owned by %s", name, ownerStr())
+				ret.Comment = ("Symlink " + name + " is present and owned by " + ownerStr())
 				return ret
 			}
 			if err := os.Lchown(name, usr.id, grp.id); err == nil && owned() {
-				ret.Comment = fmt.Sprintf("Set ownership of symlink %s to %s:%s", name, usr.spec, grp.spec)
+				ret.Comment = ("Set ownership of symlink " + name + " to " + usr.spec + ":" + grp.spec)
 				ret.Changes["ownership"] = usr.spec + ":" + grp.spec
 			} else {
 				ret.Result = state.False
-				ret.Comment += fmt.Sprintf("Failed to set ownership of symlink %s to %s:%s", name, usr.spec, grp.spec)
+				ret.Comment += ("Failed to set ownership of symlink " + name + " to " + usr.spec + ":" + grp.spec)
 			}
 			return ret
 		}
@@ -677,18 +677,18 @@ func fileSymlink(_ context.Context, c *Call) state.Ret {
 		if bk := argStr(ch, "backupname"); bk != "" {
 			if !filepath.IsAbs(bk) {
 				if bk != filepath.Base(bk) {
-					return fail(ret, "Backupname must be an absolute path or a file name: %s", bk)
+					return failS(ret, "Backupname must be an absolute path or a file name: "+bk)
 				}
 				bk = filepath.Join(filepath.Dir(filepath.Clean(name)), bk)
 			}
 			if lexists(bk) {
 				if !force {
-					return fail(ret, "Symlink & backup dest exists and Force not set. %s -> %s - backup: %s", name, target, bk)
+					return failS(ret, "Symlink & backup dest exists and Force not set. "+name+" -> "+target+" - backup: "+bk)
 				}
 				_ = os.RemoveAll(bk)
 			}
 			if err := os.Rename(name, bk); err != nil {
-				return fail(ret, "Unable to rename %s to backup %s -> : %s", name, bk, strerror(err))
+				return failS(ret, "Unable to rename "+name+" to backup "+bk+" -> : "+strerror(err))
 			}
 		} else if !force {
 			kind := "File system entry"
@@ -697,20 +697,20 @@ func fileSymlink(_ context.Context, c *Call) state.Ret {
 			} else if isDir(name) {
 				kind = "Directory"
 			}
-			return fail(ret, "%s exists where the symlink %s should be", kind, name)
+			return failS(ret, kind+" exists where the symlink "+name+" should be")
 		}
 	}
 	if err := makeSymlink(target, name, force); err != nil {
 		ret.Result = state.False
-		ret.Comment = fmt.Sprintf("Unable to create new symlink %s -> %s: %s", name, target, err)
+		ret.Comment = ("Unable to create new symlink " + name + " -> " + target + ": " + err.Error())
 		return ret
 	}
-	ret.Comment = fmt.Sprintf("Created new symlink %s -> %s", name, target)
+	ret.Comment = ("Created new symlink " + name + " -> " + target)
 	ret.Changes["new"] = name
 	if !owned() {
 		if err := os.Lchown(name, usr.id, grp.id); err != nil || !owned() {
 			ret.Result = state.False
-			ret.Comment += fmt.Sprintf(", but was unable to set ownership to %s:%s", usr.spec, grp.spec)
+			ret.Comment += (", but was unable to set ownership to " + usr.spec + ":" + grp.spec)
 		}
 	}
 	return ret

@@ -364,7 +364,7 @@ func checkDirectory(a dirArgs) (state.Result, string, orderedChanges) {
 		}
 		return state.None, b.String(), ch
 	}
-	return state.True, fmt.Sprintf("The directory %s is in the correct state", a.name), ch
+	return state.True, ("The directory " + a.name + " is in the correct state"), ch
 }
 
 func fileDirectory(_ context.Context, c *Call) state.Ret {
@@ -372,7 +372,7 @@ func fileDirectory(_ context.Context, c *Call) state.Ret {
 	name := expandUser(c.Name)
 	ret := state.Ret{Name: name, Result: state.True, Changes: map[string]any{}}
 	if name == "" {
-		return fail(ret, "Must provide name to file.directory")
+		return failS(ret, "Must provide name to file.directory")
 	}
 	if strings.HasSuffix(name, "/") && name != "/" {
 		name = strings.TrimRight(name, "/")
@@ -384,13 +384,13 @@ func fileDirectory(_ context.Context, c *Call) state.Ret {
 	if _, ok := arg(ch, "max_depth"); ok {
 		n, err := argInt(ch, "max_depth", -1)
 		if err != nil {
-			return fail(ret, "%s", err)
+			return failS(ret, err.Error())
 		}
 		maxDepth = n
 	}
 	clean := argBool(ch, "clean", false)
 	if maxDepth >= 0 && clean {
-		return fail(ret, "Cannot specify both max_depth and clean")
+		return failS(ret, "Cannot specify both max_depth and clean")
 	}
 	usr, grp := ownerArgs(ch)
 	dm := ch["dir_mode"]
@@ -410,22 +410,22 @@ func fileDirectory(_ context.Context, c *Call) state.Ret {
 	for _, m := range []string{a.dirMode, a.fileMode} {
 		if m != "" {
 			if _, err := parseMode(m); err != nil {
-				return fail(ret, "Invalid mode %s for %s", m, name)
+				return failS(ret, "Invalid mode "+m+" for "+name)
 			}
 		}
 	}
 	if e := checkUser(usr, grp, c.Test); e != "" {
-		return fail(ret, "%s", e)
+		return failS(ret, e)
 	}
 	if !filepath.IsAbs(name) {
-		return fail(ret, "Specified file %s is not an absolute path", name)
+		return failS(ret, "Specified file "+name+" is not an absolute path")
 	}
 	force := argBool(ch, "force", false)
 	if isRegular(name) && !isLink(name) || (!argBool(ch, "allow_symlink", true) && isLink(name)) || (force && isLink(name)) {
 		if bk := argStr(ch, "backupname"); bk != "" {
 			if lexists(bk) {
 				if !force {
-					return fail(ret, "File exists where the backup target %s should go", bk)
+					return failS(ret, "File exists where the backup target "+bk+" should go")
 				}
 				if !c.Test {
 					_ = os.RemoveAll(bk)
@@ -433,7 +433,7 @@ func fileDirectory(_ context.Context, c *Call) state.Ret {
 			}
 			if !c.Test {
 				if err := os.Rename(name, bk); err != nil {
-					return fail(ret, "%s", strerror(err))
+					return failS(ret, strerror(err))
 				}
 			}
 		} else if force {
@@ -447,20 +447,20 @@ func fileDirectory(_ context.Context, c *Call) state.Ret {
 				ret.Changes["forced"] = kind + " would be forcibly replaced"
 			} else {
 				if err := os.Remove(name); err != nil {
-					return fail(ret, "%s", strerror(err))
+					return failS(ret, strerror(err))
 				}
 				ret.Changes["forced"] = kind + " was forcibly replaced"
 			}
 		} else if isLink(name) {
-			return fail(ret, "Specified location %s exists and is a symlink", name)
+			return failS(ret, "Specified location "+name+" exists and is a symlink")
 		} else {
-			return fail(ret, "Specified location %s exists and is a file", name)
+			return failS(ret, "Specified location "+name+" exists and is a file")
 		}
 	}
 	rs, err := recurseSet(ch["recurse"])
 	if err != nil {
 		if c.Test {
-			return fail(ret, "%s", err)
+			return failS(ret, err.Error())
 		}
 	}
 	a.recurse = rs
@@ -474,7 +474,7 @@ func fileDirectory(_ context.Context, c *Call) state.Ret {
 	if c.Test {
 		ret.Result, ret.Comment = tres, tcomment
 		if err != nil {
-			return fail(ret, "%s", err)
+			return failS(ret, err.Error())
 		}
 		return ret
 	}
@@ -482,11 +482,11 @@ func fileDirectory(_ context.Context, c *Call) state.Ret {
 	if !isDir(name) {
 		if !isDir(filepath.Dir(name)) {
 			if !argBool(ch, "makedirs", false) {
-				return fail(ret, "No directory to create %s in", name)
+				return failS(ret, "No directory to create "+name+" in")
 			}
 		}
 		if _, err := makeDirs(name, dp); err != nil || !isDir(name) {
-			return fail(ret, "Failed to create directory %s", name)
+			return failS(ret, "Failed to create directory "+name)
 		}
 		ret.Changes[name] = map[string]any{"directory": "new"}
 		return ret
@@ -494,7 +494,7 @@ func fileDirectory(_ context.Context, c *Call) state.Ret {
 	childrenOnly := argBool(ch, "children_only", false)
 	if !childrenOnly {
 		if _, err := checkPerms(name, &ret, dp, false, a.follow); err != nil {
-			return fail(ret, "%s", strerror(err))
+			return failS(ret, strerror(err))
 		}
 	}
 	var errs []string
@@ -510,7 +510,7 @@ func fileDirectory(_ context.Context, c *Call) state.Ret {
 				ret.Comment = "user not specified, but configured as a target for recursive ownership management"
 			} else if usr.id < 0 {
 				ret.Result = state.False
-				ret.Comment = fmt.Sprintf("Failed to enforce ownership for user %s (user does not exist)", usr.spec)
+				ret.Comment = ("Failed to enforce ownership for user " + usr.spec + " (user does not exist)")
 			}
 			fu = usr
 		}
@@ -520,7 +520,7 @@ func fileDirectory(_ context.Context, c *Call) state.Ret {
 				ret.Comment = "group not specified, but configured as a target for recursive ownership management"
 			} else if grp.id < 0 {
 				ret.Result = state.False
-				ret.Comment = fmt.Sprintf("Failed to enforce group ownership for group %s", grp.spec)
+				ret.Comment = ("Failed to enforce group ownership for group " + grp.spec)
 			}
 			fg = grp
 		}
@@ -551,19 +551,19 @@ func fileDirectory(_ context.Context, c *Call) state.Ret {
 	if clean {
 		if removed := cleanDir(name, a.keep, a.excludePat, false); len(removed) > 0 {
 			ret.Changes["removed"] = toAnyList(removed)
-			ret.Comment = fmt.Sprintf("Files cleaned from directory %s", name)
+			ret.Comment = ("Files cleaned from directory " + name)
 		}
 	}
 	if ret.Comment == "" {
 		if childrenOnly {
-			ret.Comment = fmt.Sprintf("Directory %s/* updated", name)
+			ret.Comment = ("Directory " + name + "/* updated")
 		} else if len(ret.Changes) > 0 {
-			ret.Comment = fmt.Sprintf("Directory %s updated", name)
+			ret.Comment = ("Directory " + name + " updated")
 		}
 	}
 	if len(ret.Changes) == 0 && ret.Result == state.True {
 		orig := ret.Comment
-		ret.Comment = fmt.Sprintf("Directory %s is in the correct state", name)
+		ret.Comment = ("Directory " + name + " is in the correct state")
 		if orig != "" {
 			ret.Comment += "\n" + orig
 		}
@@ -594,7 +594,7 @@ func fileRecurse(ctx context.Context, c *Call) state.Ret {
 	name := expandUser(c.Name)
 	ret := state.Ret{Name: name, Result: state.True, Changes: map[string]any{}}
 	if _, ok := ch["mode"]; ok {
-		return fail(ret, "'mode' is not allowed in 'file.recurse'. Please use 'file_mode' and 'dir_mode'.")
+		return failS(ret, "'mode' is not allowed in 'file.recurse'. Please use 'file_mode' and 'dir_mode'.")
 	}
 	usr, grp := ownerArgs(ch)
 	dirMode := normMode(ch["dir_mode"])
@@ -604,20 +604,20 @@ func fileRecurse(ctx context.Context, c *Call) state.Ret {
 		fileMode = ""
 	}
 	if e := checkUser(usr, grp, c.Test); e != "" {
-		return fail(ret, "%s", e)
+		return failS(ret, e)
 	}
 	if !filepath.IsAbs(name) {
-		return fail(ret, "Specified file %s is not an absolute path", name)
+		return failS(ret, "Specified file "+name+" is not an absolute path")
 	}
 	sources := strList(ch["source"])
 	for i, s := range sources {
 		sources[i] = strings.TrimRight(s, "/")
 		if !strings.HasPrefix(s, "salt://") {
-			return fail(ret, "Invalid source '%s' (must be a salt:// URI)", s)
+			return failS(ret, "Invalid source '"+s+"' (must be a salt:// URI)")
 		}
 	}
 	if len(sources) == 0 {
-		return fail(ret, "Invalid source '' (must be a salt:// URI)")
+		return failS(ret, "Invalid source '' (must be a salt:// URI)")
 	}
 	files, _ := inlinedFiles(ch)
 	dirs := strList(ch["__dirs__"])
@@ -632,21 +632,21 @@ func fileRecurse(ctx context.Context, c *Call) state.Ret {
 	}
 	if source == "" {
 		if len(sources) > 1 {
-			return fail(ret, "Recurse failed: none of the specified sources were found")
+			return failS(ret, "Recurse failed: none of the specified sources were found")
 		}
 		p, e := saltURL(sources[0])
 		if e == "" {
 			e = env
 		}
-		return fail(ret, "The directory '%s' does not exist on the salt fileserver in saltenv '%s'", p, e)
+		return failS(ret, "The directory '"+p+"' does not exist on the salt fileserver in saltenv '"+e+"'")
 	}
 	if !isDir(name) {
 		if lexists(name) {
-			return fail(ret, "The path %s exists and is not a directory", name)
+			return failS(ret, "The path "+name+" exists and is not a directory")
 		}
 		if !c.Test {
 			if _, err := makeDirs(name, perms{usr: usr, grp: grp, mode: dirMode}); err != nil {
-				return fail(ret, "Unable to create %s: %s", name, strerror(err))
+				return failS(ret, "Unable to create "+name+": "+strerror(err))
 			}
 		}
 	}
@@ -673,7 +673,7 @@ func fileRecurse(ctx context.Context, c *Call) state.Ret {
 	if _, ok := arg(ch, "maxdepth"); ok {
 		n, err := argInt(ch, "maxdepth", -1)
 		if err != nil {
-			return fail(ret, "%s", err)
+			return failS(ret, err.Error())
 		}
 		maxDepth = n
 	}
@@ -734,7 +734,7 @@ func fileRecurse(ctx context.Context, c *Call) state.Ret {
 		}
 		if clean && lexists(d) && !isDir(d) {
 			if c.Test {
-				merge(d, state.Ret{Result: state.None, Comment: fmt.Sprintf("Replacing %s with a directory", d)})
+				merge(d, state.Ret{Result: state.None, Comment: ("Replacing " + d + " with a directory")})
 				continue
 			}
 			_ = os.RemoveAll(d)
@@ -755,7 +755,7 @@ func fileRecurse(ctx context.Context, c *Call) state.Ret {
 	for _, f := range mfiles {
 		if clean && isDir(f.dest) && !isLink(f.dest) {
 			if c.Test {
-				merge(f.dest, state.Ret{Result: state.None, Comment: fmt.Sprintf("Replacing directory %s with a file", f.dest)})
+				merge(f.dest, state.Ret{Result: state.None, Comment: ("Replacing directory " + f.dest + " with a file")})
 				continue
 			}
 			_ = os.RemoveAll(f.dest)
@@ -794,14 +794,14 @@ func fileRecurse(ctx context.Context, c *Call) state.Ret {
 	}
 	var parts []string
 	for _, k := range commentKeys {
-		parts = append(parts, fmt.Sprintf("\n#### %s ####\n%s", k, strings.Join(comments[k], "\n")))
+		parts = append(parts, ("\n#### " + k + " ####\n" + strings.Join(comments[k], "\n")))
 	}
 	ret.Comment = strings.TrimSpace(strings.Join(parts, "\n"))
 	if ret.Comment == "" {
-		ret.Comment = fmt.Sprintf("Recursively updated %s", name)
+		ret.Comment = ("Recursively updated " + name)
 	}
 	if len(ret.Changes) == 0 && ret.Result == state.True {
-		ret.Comment = fmt.Sprintf("The directory %s is in the correct state", name)
+		ret.Comment = ("The directory " + name + " is in the correct state")
 	}
 	return ret
 }

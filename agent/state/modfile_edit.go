@@ -190,10 +190,10 @@ func bytesSplitLinesKeep(s string) []string {
 // checkFile is salt/states/file.py _check_file.
 func checkFile(name string) string {
 	if !filepath.IsAbs(name) {
-		return fmt.Sprintf("Specified file %s is not an absolute path", name)
+		return ("Specified file " + name + " is not an absolute path")
 	}
 	if !lexists(name) || (isLink(name) && !isRegular(name) && !isDir(name)) {
-		return fmt.Sprintf("%s: file not found", name)
+		return (name + ": file not found")
 	}
 	return ""
 }
@@ -203,18 +203,18 @@ func fileReplace(_ context.Context, c *Call) state.Ret {
 	name := expandUser(c.Name)
 	ret := state.Ret{Name: name, Result: state.True, Changes: map[string]any{}}
 	if name == "" {
-		return fail(ret, "Must provide name to file.replace")
+		return failS(ret, "Must provide name to file.replace")
 	}
 	if msg := checkFile(name); msg != "" {
 		if argBool(ch, "ignore_if_missing", false) && strings.Contains(msg, "file not found") {
 			ret.Comment = "No changes needed to be made"
 			return ret
 		}
-		return fail(ret, "%s", msg)
+		return failS(ret, msg)
 	}
 	changes, err := replaceIn(c, name)
 	if err != nil {
-		return fail(ret, "%s", err)
+		return failS(ret, err.Error())
 	}
 	if changes != nil {
 		ret.Changes["diff"] = changes
@@ -611,7 +611,7 @@ func fileLine(ctx context.Context, c *Call) state.Ret {
 	name := expandUser(c.Name)
 	ret := state.Ret{Name: name, Result: state.True, Changes: map[string]any{}}
 	if name == "" {
-		return fail(ret, "Must provide name to file.line")
+		return failS(ret, "Must provide name to file.line")
 	}
 	// Salt: managed(name, create=create, user=user, group=group,
 	// mode=file_mode, replace=False); its return is not used.
@@ -623,19 +623,19 @@ func fileLine(ctx context.Context, c *Call) state.Ret {
 	}
 	managed(ctx, &Call{Chunk: sub, Name: name, Test: c.Test, Host: c.Host})
 	if msg := checkFile(name); msg != "" {
-		return fail(ret, "%s", msg)
+		return failS(ret, msg)
 	}
 	mode := strings.ToLower(argStr(ch, "mode"))
 	if mode == "" {
-		return fail(ret, "Mode was not defined. How to process the file?")
+		return failS(ret, "Mode was not defined. How to process the file?")
 	}
 	content := optStr(ch, "content")
 	if mode != "delete" && content == nil {
-		return fail(ret, "Content can only be empty if mode is ['delete']")
+		return failS(ret, "Content can only be empty if mode is ['delete']")
 	}
 	changes, err := lineIn(c, name, mode, content)
 	if err != nil {
-		return fail(ret, "%s", err)
+		return failS(ret, err.Error())
 	}
 	if changes != nil {
 		ret.Changes["diff"] = changes
@@ -699,7 +699,7 @@ func lineIn(c *Call, name, mode string, content *string) (any, error) {
 		return nil, nil
 	}
 	if truthy(ch["backup"]) && !c.Test {
-		bk := fmt.Sprintf("%s.%s", path, time.Now().Format("2006-01-02-15-04-05"))
+		bk := (path + "." + time.Now().Format("2006-01-02-15-04-05"))
 		if err := copyFile(path, bk); err != nil {
 			return nil, fmt.Errorf("Unable to create the backup file of %s. Exception: %s", path, strerror(err))
 		}
@@ -779,12 +779,12 @@ func fileAppend(ctx context.Context, c *Call) state.Ret {
 	name := expandUser(c.Name)
 	ret := state.Ret{Name: name, Result: state.False, Changes: map[string]any{}}
 	if name == "" {
-		return fail(ret, "Must provide name to file.append")
+		return failS(ret, "Must provide name to file.append")
 	}
 	var fromSources []string
 	if ch["source"] != nil || ch["sources"] != nil {
 		if ch["text"] != nil {
-			return fail(ret, "'text' and 'source'/'sources' cannot be used together")
+			return failS(ret, "'text' and 'source'/'sources' cannot be used together")
 		}
 		srcs := strList(ch["sources"])
 		if ch["source"] != nil {
@@ -793,7 +793,7 @@ func fileAppend(ctx context.Context, c *Call) state.Ret {
 		for _, s := range srcs {
 			src, msg := resolveSource(ch, s, "")
 			if msg != "" {
-				return fail(ret, "%s", msg)
+				return failS(ret, msg)
 			}
 			fromSources = append(fromSources, string(src.data))
 		}
@@ -801,11 +801,11 @@ func fileAppend(ctx context.Context, c *Call) state.Ret {
 	if argBool(ch, "makedirs", false) {
 		dir := filepath.Dir(name)
 		if c.Test {
-			ret.Comment = fmt.Sprintf("Directory %s is set to be updated", dir)
+			ret.Comment = ("Directory " + dir + " is set to be updated")
 			ret.Result = state.None
 		} else if !isDir(dir) {
 			if _, err := makeDirs(dir, perms{}); err != nil {
-				return fail(ret, "Unable to create %s: %s", dir, strerror(err))
+				return failS(ret, "Unable to create "+dir+": "+strerror(err))
 			}
 		}
 	}
@@ -813,14 +813,14 @@ func fileAppend(ctx context.Context, c *Call) state.Ret {
 		if c.Test {
 			// touch(name) under test
 			return state.Ret{Name: name, Result: state.None, Changes: map[string]any{"new": name},
-				Comment: fmt.Sprintf("File %s is set to be created", name)}
+				Comment: ("File " + name + " is set to be created")}
 		}
 		if !isDir(filepath.Dir(name)) {
-			return fail(ret, "%s", msg)
+			return failS(ret, msg)
 		}
 		f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY, 0o666)
 		if err != nil {
-			return fail(ret, "%s", msg)
+			return failS(ret, msg)
 		}
 		f.Close()
 	}
@@ -828,11 +828,11 @@ func fileAppend(ctx context.Context, c *Call) state.Ret {
 	if fromSources != nil {
 		text = fromSources
 	} else if ch["text"] == nil {
-		return fail(ret, "No text found to append. Nothing appended")
+		return failS(ret, "No text found to append. Nothing appended")
 	}
 	data, err := os.ReadFile(name)
 	if err != nil {
-		return fail(ret, "%s", strerror(err))
+		return failS(ret, strerror(err))
 	}
 	slines := pyLines(data)
 	var add []string
@@ -845,7 +845,7 @@ func fileAppend(ctx context.Context, c *Call) state.Ret {
 		}
 		re, err := regexp.Compile(pat)
 		if err != nil {
-			return fail(ret, "%v: '%s'", err, chunk)
+			return failS(ret, err.Error()+": '"+chunk+"'")
 		}
 		if re.Match(data) {
 			continue
@@ -860,12 +860,12 @@ func fileAppend(ctx context.Context, c *Call) state.Ret {
 		return strings.Join(unifiedDiff(a, b), "\n")
 	}
 	if c.Test {
-		ret.Comment = fmt.Sprintf("File %s is set to be updated", name)
+		ret.Comment = ("File " + name + " is set to be updated")
 		ret.Result = state.None
 		if len(add) > 0 {
 			ret.Changes["diff"] = diff(slines, nlines)
 		} else {
-			ret.Comment = fmt.Sprintf("File %s is in correct state", name)
+			ret.Comment = ("File " + name + " is in correct state")
 			ret.Result = state.True
 		}
 		return ret
@@ -880,15 +880,15 @@ func fileAppend(ctx context.Context, c *Call) state.Ret {
 			b.WriteString(l + "\n")
 		}
 		if err := writeAtomic(name, []byte(b.String()), 0, "", ""); err != nil {
-			return fail(ret, "Unable to append to %s: %s", name, strerror(err))
+			return failS(ret, "Unable to append to "+name+": "+strerror(err))
 		}
-		ret.Comment = fmt.Sprintf("Appended %d lines", len(add))
+		ret.Comment = "Appended " + strconv.Itoa(len(add)) + " lines"
 		after, _ := os.ReadFile(name)
 		if na := pyLines(after); strings.Join(na, "\n") != strings.Join(slines, "\n") || len(na) != len(slines) {
 			ret.Changes["diff"] = diff(slines, na)
 		}
 	} else {
-		ret.Comment = fmt.Sprintf("File %s is in correct state", name)
+		ret.Comment = ("File " + name + " is in correct state")
 	}
 	ret.Result = state.True
 	return ret
