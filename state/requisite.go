@@ -207,7 +207,7 @@ type graph struct {
 }
 
 func newGraph(low []Chunk) *graph {
-	g := &graph{deps: make([][]edge, len(low))}
+	direct := make([][]edge, len(low))
 	for i, c := range low {
 		for _, kind := range Requisites {
 			if !ordering[kind] {
@@ -215,30 +215,36 @@ func newGraph(low []Chunk) *graph {
 			}
 			for _, r := range Reqs(c, kind) {
 				for _, j := range Matches(low, r) {
-					g.deps[i] = append(g.deps[i], edge{i, j, kind})
+					direct[i] = append(direct[i], edge{i, j, kind})
 				}
 			}
 		}
 	}
-	// Salt runs a prereq's target in test mode before the holder, and
-	// that test run first runs what the target waits on, for real: the
-	// holder waits on those.
-	extras := make([][]edge, len(low))
+	g := &graph{deps: make([][]edge, len(low))}
 	for i, c := range low {
-		var extra []edge
-		for _, r := range Reqs(c, "prereq") {
-			for _, j := range Matches(low, r) {
-				for _, e := range g.deps[j] {
-					if e.to != i && e.kind != "prerequired" {
-						extra = append(extra, edge{i, e.to, "prereq"})
+		for _, kind := range Requisites {
+			if kind == "prereq" {
+				// Salt runs a prereq's target in test mode before the
+				// holder, and that test run first runs what the target
+				// waits on (but its prerequired), for real: the holder
+				// waits on those, at the prereq's place.
+				for _, r := range Reqs(c, kind) {
+					for _, j := range Matches(low, r) {
+						for _, e := range direct[j] {
+							if e.to != i && e.kind != "prerequired" {
+								g.deps[i] = append(g.deps[i], edge{i, e.to, "prereq"})
+							}
+						}
 					}
 				}
+				continue
+			}
+			for _, e := range direct[i] {
+				if e.kind == kind {
+					g.deps[i] = append(g.deps[i], e)
+				}
 			}
 		}
-		extras[i] = extra
-	}
-	for i, extra := range extras {
-		g.deps[i] = append(g.deps[i], extra...)
 	}
 	return g
 }
