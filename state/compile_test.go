@@ -549,10 +549,10 @@ func TestCompileFeatures(t *testing.T) {
 		// from a module; included SLS run first (state_auto_order).
 		name: "include relative and absolute",
 		files: tree{
-			"base/web/init.sls": "include:\n  - .conf\n  - common\nweb: test.nop\n",
-			"base/web/conf.sls": "include:\n  - ..common\n  - .sub.leaf\nconf: test.nop\n",
+			"base/web/init.sls":     "include:\n  - .conf\n  - common\nweb: test.nop\n",
+			"base/web/conf.sls":     "include:\n  - ..common\n  - .sub.leaf\nconf: test.nop\n",
 			"base/web/sub/leaf.sls": "include:\n  - ..conf\nleaf: test.nop\n",
-			"base/common.sls":   "common: test.nop\n",
+			"base/common.sls":       "common: test.nop\n",
 		},
 		mods: []string{"web"},
 		want: []string{"common", "leaf", "conf", "web"},
