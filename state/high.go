@@ -370,7 +370,12 @@ func (c *compiler) verifyHigh(high *highData) []Error {
 
 // compileHighData is State.compile_high_data without the ordering: one
 // chunk per state function and name.
-func compileHighData(high *highData) []Chunk {
+// MaxChunks bounds the low state one compile makes.
+const MaxChunks = 10000
+
+var errTooMany = fmt.Errorf("Too many states: more than %d", MaxChunks)
+
+func compileHighData(high *highData) ([]Chunk, error) {
 	var chunks []Chunk
 	for _, name := range high.ids.keys {
 		if strings.HasPrefix(name, "__") {
@@ -387,6 +392,7 @@ func compileHighData(high *highData) []Chunk {
 			run, _ := body.m[state].([]any)
 			var funcs []string
 			var names []any
+			seenNames := map[string]bool{}
 			chunk := Chunk{"state": state, "name": name}
 			if v, ok := body.get("__sls__"); ok {
 				chunk["__sls__"] = v
@@ -412,12 +418,16 @@ func compileHighData(high *highData) []Chunk {
 						case key == "names":
 							l, _ := val.([]any)
 							for _, n := range l {
-								dup := false
-								for _, have := range names {
-									dup = dup || equal(have, n)
+								k := pyRepr(n)
+								if len(k) > 256 {
+									k = fmt.Sprintf("%p%d", l, len(names))
 								}
-								if !dup {
+								if !seenNames[k] {
+									seenNames[k] = true
 									names = append(names, n)
+								}
+								if len(names) > MaxChunks {
+									return nil, errTooMany
 								}
 							}
 						case key == "state":
@@ -462,6 +472,9 @@ func compileHighData(high *highData) []Chunk {
 						l["fun"] = fun
 						chunks = append(chunks, l)
 					}
+					if len(chunks) > MaxChunks {
+						return nil, errTooMany
+					}
 				}
 				continue
 			}
@@ -470,7 +483,10 @@ func compileHighData(high *highData) []Chunk {
 				l["fun"] = fun
 				chunks = append(chunks, l)
 			}
+			if len(chunks) > MaxChunks {
+				return nil, errTooMany
+			}
 		}
 	}
-	return chunks
+	return chunks, nil
 }

@@ -115,7 +115,12 @@ func CompileMatches(ld Loader, matches []EnvSLS) Compiled {
 	if len(out.Errors) > 0 {
 		return out
 	}
-	out.Low = Order(compileHighData(high))
+	low, err := compileHighData(high)
+	if err != nil {
+		out.Errors = append(out.Errors, Error{Msg: err.Error()})
+		return out
+	}
+	out.Low = Order(low)
 	return out
 }
 
@@ -256,35 +261,30 @@ func (c *compiler) renderHighstate() (*highData, []Error) {
 // cleanDuplicateExtends is clean_duplicate_extends: an extend declared
 // twice (an SLS included twice) counts once.
 func cleanDuplicateExtends(h *highData) {
-	type item struct {
-		id   string
-		body any
+	if h.extend == nil {
+		return
 	}
-	var seen []item
+	var seen []*omap
+	byID := map[string][]any{}
 	for _, ext := range h.extend {
 		for _, id := range ext.keys {
-			it := item{id, ext.m[id]}
+			body := ext.m[id]
 			dup := false
-			for _, s := range seen {
-				if s.id == it.id && equal(s.body, it.body) {
+			for _, b := range byID[id] {
+				if equal(b, body) {
 					dup = true
 					break
 				}
 			}
 			if !dup {
-				seen = append(seen, it)
+				byID[id] = append(byID[id], body)
+				o := newOmap()
+				o.set(id, body)
+				seen = append(seen, o)
 			}
 		}
 	}
-	if h.extend == nil {
-		return
-	}
-	h.extend = h.extend[:0]
-	for _, s := range seen {
-		o := newOmap()
-		o.set(s.id, s.body)
-		h.extend = append(h.extend, o)
-	}
+	h.extend = seen
 }
 
 // mergeIncluded is merge_included_states: IDs must be globally unique.

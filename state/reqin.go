@@ -71,6 +71,7 @@ func (e extendSet) addReq(name, sState, rkey, state, id string, env, sls any) {
 func (c *compiler) requisiteIn(high *highData) []Error {
 	var errs []Error
 	ext := extendSet{newOmap()}
+	var byName map[string][2]string
 	for _, id := range high.ids.keys {
 		body, ok := high.ids.m[id].(*omap)
 		if !ok {
@@ -108,7 +109,11 @@ func (c *compiler) requisiteIn(high *highData) []Error {
 						ext.addReq(name, sState, rkey, state, id, env, sls)
 					}
 				case []any:
+					// Salt runs every hinge again for each later item
+					// of the list (adding the same requisite again);
+					// each is added once here.
 					var hinges [][2]string
+					done := map[[2]string]bool{}
 					for _, ind := range items {
 						indm, isMap := ind.(map[string]any)
 						if !isMap {
@@ -126,27 +131,14 @@ func (c *compiler) requisiteIn(high *highData) []Error {
 								}
 								indm = map[string]any{st: s}
 							} else {
-								for _, oid := range high.ids.keys {
-									ob, ok := high.ids.m[oid].(*omap)
-									if !ok {
-										continue
-									}
-									for _, st8 := range ob.keys {
-										if strings.HasPrefix(st8, "__") {
-											continue
-										}
-										l, _ := ob.m[st8].([]any)
-										for _, j := range l {
-											jm, ok := j.(map[string]any)
-											if indm == nil && ok && jm["name"] != nil && equal(jm["name"], ind) {
-												indm = map[string]any{st8: oid}
-											}
-										}
-									}
+								if byName == nil {
+									byName = nameIndex(high)
 								}
-								if indm == nil {
+								ref, ok := byName[pyRepr(ind)]
+								if !ok {
 									continue
 								}
+								indm = map[string]any{ref[1]: ref[0]}
 							}
 						}
 						if len(indm) < 1 {
@@ -163,6 +155,10 @@ func (c *compiler) requisiteIn(high *highData) []Error {
 							dotErr(pstate, pname)
 						}
 						for _, tup := range hinges {
+							if done[tup] {
+								continue
+							}
+							done[tup] = true
 							name, sState := tup[0], tup[1]
 							if key == "prereq_in" {
 								ext.appendArg(id, state, map[string]any{"prerequired": []any{map[string]any{sState: name}}})
@@ -221,6 +217,35 @@ func (c *compiler) requisiteIn(high *highData) []Error {
 		high.extend = append(high.extend, o)
 	}
 	return append(errs, c.reconcileExtend(high, true)...)
+}
+
+// nameIndex maps a name argument's value (repr) to the first (ID, state)
+// that has it, as requisite_in's scan for a bare requisite_in name finds.
+func nameIndex(high *highData) map[string][2]string {
+	out := map[string][2]string{}
+	for _, oid := range high.ids.keys {
+		ob, ok := high.ids.m[oid].(*omap)
+		if !ok {
+			continue
+		}
+		for _, st8 := range ob.keys {
+			if strings.HasPrefix(st8, "__") {
+				continue
+			}
+			l, _ := ob.m[st8].([]any)
+			for _, j := range l {
+				jm, ok := j.(map[string]any)
+				if !ok || jm["name"] == nil || !hashable(jm["name"]) {
+					continue
+				}
+				k := pyRepr(jm["name"])
+				if _, ok := out[k]; !ok {
+					out[k] = [2]string{oid, st8}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // useArg is the argument a use or use_in copies, or nil: one-key

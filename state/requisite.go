@@ -77,16 +77,51 @@ func ref(req any) (key string, val any, ok bool) {
 // A number or boolean value matches its text; a list or mapping value
 // matches nothing.
 func Matches(low []Chunk, req any) []int {
-	key, val, ok := ref(req)
-	if !ok {
-		return nil
+	return newIndex(low).matches(req)
+}
+
+// index finds the chunks a reference names: by map for a plain name, by
+// scanning for a glob.
+type index struct {
+	low   []Chunk
+	byKey map[string][]int // "id\x00x" (ID or name) and "sls\x00x" -> chunks
+}
+
+func newIndex(low []Chunk) *index {
+	x := &index{low: low, byKey: map[string][]int{}}
+	for i, c := range low {
+		id, name := pyStr(c["__id__"]), pyStr(c["name"])
+		x.byKey["id\x00"+id] = append(x.byKey["id\x00"+id], i)
+		if name != id {
+			x.byKey["id\x00"+name] = append(x.byKey["id\x00"+name], i)
+		}
+		s := "sls\x00" + pyStr(c["__sls__"])
+		x.byKey[s] = append(x.byKey[s], i)
 	}
-	if !hashable(val) {
+	return x
+}
+
+func (x *index) matches(req any) []int {
+	key, val, ok := ref(req)
+	if !ok || !hashable(val) {
 		return nil
 	}
 	pat := pyStr(val)
+	if !strings.ContainsAny(pat, "*?[") {
+		k := "id\x00" + pat
+		if key == "sls" {
+			k = "sls\x00" + pat
+		}
+		var out []int
+		for _, i := range x.byKey[k] {
+			if key == "sls" || key == "id" || pyStr(x.low[i]["state"]) == key {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
 	var out []int
-	for i, c := range low {
+	for i, c := range x.low {
 		if key == "sls" {
 			if fnmatch(pyStr(c["__sls__"]), pat) {
 				out = append(out, i)
@@ -129,6 +164,7 @@ type Problem struct {
 // mod_watch; the engine knows which have one).
 func Problems(low []Chunk) []Problem {
 	var out []Problem
+	x := newIndex(low)
 	for i, c := range low {
 		var b strings.Builder
 		for _, kind := range Requisites {
@@ -138,7 +174,7 @@ func Problems(low []Chunk) []Problem {
 				if !ok {
 					continue
 				}
-				if len(Matches(low, r)) == 0 {
+				if len(x.matches(r)) == 0 {
 					lost = append(lost, fmt.Sprintf("%s%s: %s\n", strings.Repeat(" ", 23), key, pyStr(val)))
 				}
 			}
@@ -155,6 +191,9 @@ func Problems(low []Chunk) []Problem {
 		}
 	}
 	g := newGraph(low)
+	if g.full {
+		out = append(out, Problem{Chunk: 0, Comment: fmt.Sprintf("Too many requisites: more than %d between %d states", maxEdges, len(low))})
+	}
 	for _, cyc := range g.cycles(maxCycles) {
 		parts := make([]string, len(cyc))
 		idx := make([]int, len(cyc))
@@ -203,24 +242,45 @@ type edge struct {
 // graph is "runs after": deps[i] are the chunks i waits on, in Salt's
 // requisite order.
 type graph struct {
-	deps [][]edge
+	deps  [][]edge
+	edges int
+	full  bool // more than maxEdges: the rest were left out
+}
+
+// maxEdges bounds the requisite graph (an SLS requirement fans out to
+// every chunk of it).
+const maxEdges = 1 << 21
+
+func (g *graph) add(i int, e edge) {
+	if g.edges >= maxEdges {
+		g.full = true
+		return
+	}
+	g.edges++
+	g.deps[i] = append(g.deps[i], e)
 }
 
 func newGraph(low []Chunk) *graph {
+	x := newIndex(low)
+	g := &graph{deps: make([][]edge, len(low))}
 	direct := make([][]edge, len(low))
+	n := 0
 	for i, c := range low {
 		for _, kind := range Requisites {
 			if !ordering[kind] {
 				continue
 			}
 			for _, r := range Reqs(c, kind) {
-				for _, j := range Matches(low, r) {
+				for _, j := range x.matches(r) {
+					if n++; n > maxEdges {
+						g.full = true
+						break
+					}
 					direct[i] = append(direct[i], edge{i, j, kind})
 				}
 			}
 		}
 	}
-	g := &graph{deps: make([][]edge, len(low))}
 	for i, c := range low {
 		for _, kind := range Requisites {
 			if kind == "prereq" {
@@ -229,10 +289,10 @@ func newGraph(low []Chunk) *graph {
 				// waits on (but its prerequired), for real: the holder
 				// waits on those, at the prereq's place.
 				for _, r := range Reqs(c, kind) {
-					for _, j := range Matches(low, r) {
+					for _, j := range x.matches(r) {
 						for _, e := range direct[j] {
 							if e.to != i && e.kind != "prerequired" {
-								g.deps[i] = append(g.deps[i], edge{i, e.to, "prereq"})
+								g.add(i, edge{i, e.to, "prereq"})
 							}
 						}
 					}
@@ -241,7 +301,7 @@ func newGraph(low []Chunk) *graph {
 			}
 			for _, e := range direct[i] {
 				if e.kind == kind {
-					g.deps[i] = append(g.deps[i], e)
+					g.add(i, e)
 				}
 			}
 		}

@@ -309,8 +309,15 @@ func (t *Top) Match(saltenv string, m Matcher) ([]EnvSLS, []string) {
 		}
 		return false
 	}
+	budget := 10000 // targets matched, subfilters included
 	var filter func(env, tgt string, data any, file string, line, depth int)
 	filter = func(env, tgt string, data any, file string, line, depth int) {
+		if budget--; budget < 0 {
+			if budget == -1 {
+				errs = append(errs, Error{Msg: "Top file: too many targets", File: file, Line: line}.String())
+			}
+			return
+		}
 		var items []any
 		switch x := data.(type) {
 		case string:
