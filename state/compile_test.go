@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -701,5 +702,68 @@ func TestCompileFeatures(t *testing.T) {
 				tc.check(t, low)
 			}
 		})
+	}
+}
+
+// TestCompileLeavesEntries: the Loader's entries (which the master
+// caches) are not changed by compiling, so a second compile from them
+// gives the same low state.
+func TestCompileLeavesEntries(t *testing.T) {
+	files := tree{
+		"base/a.sls": `
+			include:
+			  - b
+			extend:
+			  b1:
+			    test:
+			      - require:
+			        - test: a1
+			      - name: renamed
+			a1:
+			  test.nop:
+			    - require_in:
+			      - test: b2
+			    - watch_in:
+			      - sls: b
+			    - use:
+			      - test: b2
+			b3:
+			  file.managed:
+			    - names:
+			      - /x
+			      - /y:
+			        - mode: 600
+			`,
+		"base/b.sls": `
+			b1:
+			  test.nop:
+			    - require:
+			      - test: b2
+			b2:
+			  test.nop:
+			    - mode: 644
+			    - require: []
+			`,
+	}
+	ct := cachedTree{}
+	for _, name := range []string{"a", "b"} {
+		_, entries, err := files.Load("base", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ct[name] = entries
+	}
+	before := deepCopy(fmt.Sprint(ct))
+	first := compile(t, ct, "a")
+	second := compile(t, ct, "a")
+	if diff := cmp.Diff(first, second); diff != "" {
+		t.Errorf("second compile (-first +second):\n%s", diff)
+	}
+	if after := fmt.Sprint(ct); after != before {
+		t.Errorf("entries changed:\nbefore %s\nafter  %s", before, after)
+	}
+	Order(first) // ordering again changes only chunk keys
+	if diff := cmp.Diff(fmt.Sprint(ct), before); diff != "" {
+		t.Errorf("entries changed by Order: %s", diff)
 	}
 }

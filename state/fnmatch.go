@@ -1,9 +1,58 @@
 package state
 
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// wild matches "*" and "?" without allocating: the greedy algorithm with
+// one backtracking point, linear for most patterns and O(len(pat) *
+// len(name)) at worst.
+func wild(name, pat string) bool {
+	n, p := 0, 0
+	starP, starN := -1, 0
+	for n < len(name) {
+		if p < len(pat) {
+			switch pat[p] {
+			case '*':
+				starP, starN = p, n
+				p++
+				continue
+			case '?':
+				_, w := utf8.DecodeRuneInString(name[n:])
+				n += w
+				p++
+				continue
+			default:
+				if pat[p] == name[n] {
+					n++
+					p++
+					continue
+				}
+			}
+		}
+		if starP < 0 {
+			return false
+		}
+		starN++
+		for starN < len(name) && !utf8.RuneStart(name[starN]) {
+			starN++
+		}
+		n, p = starN, starP+1
+	}
+	for p < len(pat) && pat[p] == '*' {
+		p++
+	}
+	return p == len(pat)
+}
+
 // fnmatch is Python's fnmatch.fnmatch on POSIX: "*" matches anything
 // (dots and slashes too), "?" one character, "[seq]" and "[!seq]" a set;
 // an unclosed "[" is a literal. It runs in O(len(pat)*len(name)).
 func fnmatch(name, pat string) bool {
+	if !strings.ContainsRune(pat, '[') {
+		return wild(name, pat)
+	}
 	n, p := []rune(name), []rune(pat)
 	// prev[j]: pattern p[:i] matches n[:j].
 	prev := make([]bool, len(n)+1)

@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 )
 
@@ -174,6 +175,7 @@ func (c *compiler) reconcileExtend(high *highData, strict bool) []Error {
 				if !ok1 || !ok2 {
 					continue
 				}
+				have = appendCopy(have)
 				for _, arg := range runl {
 					update := false
 					for hind := range have {
@@ -198,7 +200,12 @@ func (c *compiler) reconcileExtend(high *highData, strict bool) []Error {
 								if !ok {
 									add = []any{am[argfirst]}
 								}
-								vm[argfirst] = append(l, deepCopy(add).([]any)...)
+								nm := make(map[string]any, len(vm))
+								for k, v := range vm {
+									nm[k] = v
+								}
+								nm[argfirst] = appendCopy(l, add...)
+								have[hind] = nm
 							} else {
 								have[hind] = deepCopy(am)
 							}
@@ -369,7 +376,9 @@ func (c *compiler) verifyHigh(high *highData) []Error {
 }
 
 // compileHighData is State.compile_high_data without the ordering: one
-// chunk per state function and name.
+// chunk per state function and name. A chunk's values are the high
+// data's, shared with the Loader's entries: a caller that changes a
+// chunk sets its keys, never changes a list or map inside.
 // MaxChunks bounds the low state one compile makes.
 const MaxChunks = 10000
 
@@ -438,14 +447,14 @@ func compileHighData(high *highData) ([]Chunk, error) {
 								chunk[key] = val
 							}
 						default:
-							chunk[key] = deepCopy(val)
+							chunk[key] = val
 						}
 					}
 				}
 			}
 			if len(names) > 0 {
 				for i, entry := range names {
-					live := deepCopy(map[string]any(chunk)).(map[string]any)
+					live := maps.Clone(map[string]any(chunk))
 					if m, ok := entry.(map[string]any); ok && len(m) > 0 {
 						low := first(m)
 						live["name"] = low
@@ -454,21 +463,24 @@ func compileHighData(high *highData) ([]Chunk, error) {
 							for _, o := range opts {
 								if om, ok := o.(map[string]any); ok {
 									for k, v := range om {
-										live[k] = deepCopy(v)
+										live[k] = v
 									}
 								}
 							}
 						case map[string]any:
 							for k, v := range opts {
-								live[k] = deepCopy(v)
+								live[k] = v
 							}
 						}
 					} else {
 						live["name"] = entry
 					}
 					live["name_order"] = i + 1
-					for _, fun := range funcs {
-						l := Chunk(deepCopy(live).(map[string]any))
+					for k, fun := range funcs {
+						l := Chunk(live)
+						if k > 0 {
+							l = Chunk(maps.Clone(live))
+						}
 						l["fun"] = fun
 						chunks = append(chunks, l)
 					}
@@ -478,8 +490,11 @@ func compileHighData(high *highData) ([]Chunk, error) {
 				}
 				continue
 			}
-			for _, fun := range funcs {
-				l := Chunk(deepCopy(map[string]any(chunk)).(map[string]any))
+			for k, fun := range funcs {
+				l := chunk
+				if k > 0 {
+					l = Chunk(maps.Clone(map[string]any(chunk)))
+				}
 				l["fun"] = fun
 				chunks = append(chunks, l)
 			}

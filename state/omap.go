@@ -50,20 +50,30 @@ func (o *omap) del(k string) (any, bool) {
 func (o *omap) list() []string { return append([]string(nil), o.keys...) }
 
 // fromMap makes an omap of m with its keys in order (keys not in order
-// come after, sorted), each value copied deeply.
+// come after, sorted). The values are m's, shared: the compiler copies a
+// list or map before it changes one (the Loader's entries may be cached).
 func fromMap(m map[string]any, order []string) *omap {
-	o := newOmap()
+	o := &omap{keys: make([]string, 0, len(m)), m: make(map[string]any, len(m))}
 	for _, k := range order {
 		if v, ok := m[k]; ok && !o.has(k) {
-			o.set(k, deepCopy(v))
+			o.set(k, v)
 		}
+	}
+	if len(o.keys) == len(m) {
+		return o
 	}
 	for _, k := range sortedKeys(m) {
 		if !o.has(k) {
-			o.set(k, deepCopy(m[k]))
+			o.set(k, m[k])
 		}
 	}
 	return o
+}
+
+// appendCopy is append(l, v...) into a new array: l may be shared.
+func appendCopy(l []any, v ...any) []any {
+	out := make([]any, 0, len(l)+len(v))
+	return append(append(out, l...), v...)
 }
 
 // plain is o as map[string]any (nested omaps too), for the wire.

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"fmt"
 	"math"
 	"sort"
 )
@@ -63,7 +62,7 @@ func Order(chunks []Chunk) []Chunk {
 	text := make([]string, len(chunks))
 	for i, c := range chunks {
 		idx[i] = i
-		text[i] = fmt.Sprintf("%s%s%s", pyStr(c["state"]), pyStr(c["name"]), pyStr(c["fun"]))
+		text[i] = pyStr(c["state"]) + pyStr(c["name"]) + pyStr(c["fun"])
 	}
 	sort.SliceStable(idx, func(a, b int) bool {
 		i, j := idx[a], idx[b]

@@ -291,3 +291,23 @@ func TestSequenceProperty(t *testing.T) {
 		t.Fatalf("only %d acyclic low states checked", checked)
 	}
 }
+
+// TestFnmatch: Python's fnmatch.fnmatch (POSIX: no case folding; "*"
+// crosses dots and slashes).
+func TestFnmatch(t *testing.T) {
+	tests := []struct {
+		name, pat string
+		want      bool
+	}{
+		{"web.nginx", "web.*", true}, {"web", "web.*", false}, {"/etc/a/b", "/etc/*", true},
+		{"abc", "a?c", true}, {"ac", "a?c", false}, {"aé", "a?", true}, {"aéb", "a*b", true},
+		{"x", "", false}, {"", "*", true}, {"", "", true}, {"aaa", "a*a*a", true}, {"aa", "a*a*a", false},
+		{"b1", "[ab]1", true}, {"c1", "[!ab]1", true}, {"a1", "[!ab]1", false}, {"m", "[a-z]", true},
+		{"[x", "[x", true}, {"]", "[]]", true}, {"Web", "web", false}, {"mississippi", "*sip*", true},
+	}
+	for _, tc := range tests {
+		if got := fnmatch(tc.name, tc.pat); got != tc.want {
+			t.Errorf("fnmatch(%q, %q) = %v, want %v", tc.name, tc.pat, got, tc.want)
+		}
+	}
+}

@@ -73,6 +73,7 @@ type Compiled struct {
 	// High is Salt's high data as render_highstate leaves it (what
 	// state.show_highstate shows): ID -> {state: [args], "__sls__",
 	// "__env__"}, plus "__extend__" and "__exclude__" when declared.
+	// Only Highstate and Compile fill it.
 	High map[string]any
 	// Low is the low state, ordered by Order; nil when Errors is not empty.
 	Low []Chunk
@@ -83,8 +84,15 @@ type Compiled struct {
 // Compile renders mods in env as state.sls does and compiles them: high
 // data, the ordered low state, and Salt's errors as strings (see Error).
 func Compile(ld Loader, env string, mods []string) (high map[string]any, low []Chunk, errs []string) {
-	c := CompileMatches(ld, []EnvSLS{{Env: env, SLS: mods}})
+	c := compileMatches(ld, []EnvSLS{{Env: env, SLS: mods}}, true)
 	return c.High, c.Low, Strings(c.Errors)
+}
+
+// Highstate is the high data as state.show_highstate shows it (Salt's
+// compile_highstate: render_highstate and its errors), and the low state
+// compiled from it.
+func Highstate(ld Loader, matches []EnvSLS) Compiled {
+	return compileMatches(ld, matches, true)
 }
 
 // CompileMatches renders and compiles the SLS of each env in order (a
@@ -93,14 +101,23 @@ func Compile(ld Loader, env string, mods []string) (high map[string]any, low []C
 // and long forms, state_auto_order), and when that has no error,
 // reconcile_extend, verify_high, requisite_in, apply_exclude,
 // compile_high_data and order_chunks.
+//
+// Compiled.High is left nil (Highstate fills it).
 func CompileMatches(ld Loader, matches []EnvSLS) Compiled {
+	return compileMatches(ld, matches, false)
+}
+
+func compileMatches(ld Loader, matches []EnvSLS, wantHigh bool) Compiled {
 	c := &compiler{ld: ld, iorder: 10000, mods: map[string]bool{}, locs: map[string]Error{}, files: map[string]string{}, matches: matches}
 	if l, ok := ld.(Lister); ok {
 		c.lister = l
 		c.avail = map[string][]string{}
 	}
 	high, errs := c.renderHighstate()
-	out := Compiled{High: high.plainHigh()}
+	var out Compiled
+	if wantHigh {
+		out.High = high.plainHigh()
+	}
 	if len(errs) > 0 {
 		out.Errors = errs
 		return out
@@ -346,11 +363,9 @@ func (c *compiler) renderState(name, env string) (*highData, []Error) {
 	st := newHigh()
 	lines := map[string]int{}
 	for _, e := range entries {
-		var v any
+		var v any = e.Value
 		if m, ok := e.Value.(map[string]any); ok {
 			v = fromMap(m, e.Keys)
-		} else {
-			v = deepCopy(e.Value)
 		}
 		st.ids.set(e.ID, v)
 		lines[e.ID] = e.Line
@@ -488,7 +503,7 @@ func (c *compiler) handleIorder(st *highData) {
 				}
 			}
 			if !found {
-				body.m[dec] = append(args, map[string]any{"order": c.iorder})
+				body.m[dec] = appendCopy(args, map[string]any{"order": c.iorder})
 				c.iorder++
 			}
 		}
@@ -529,7 +544,7 @@ func (c *compiler) handleStateDecls(st *highData, name, env string, loc func(id,
 					continue
 				}
 				body.del(key)
-				body.set(comps[0], append(args, comps[1]))
+				body.set(comps[0], appendCopy(args, comps[1]))
 				skeys[comps[0]] = true
 				continue
 			}
@@ -583,7 +598,7 @@ func (c *compiler) handleExtend(st *highData, name, env string, loc func(id, msg
 			}
 			comps := strings.Split(key, ".")
 			body.del(key)
-			body.set(comps[0], append(args, comps[1]))
+			body.set(comps[0], appendCopy(args, comps[1]))
 		}
 	}
 	st.extend = append(st.extend, ext)

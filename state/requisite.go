@@ -165,6 +165,10 @@ type Problem struct {
 func Problems(low []Chunk) []Problem {
 	var out []Problem
 	x := newIndex(low)
+	return problems(low, x, out)
+}
+
+func problems(low []Chunk, x *index, out []Problem) []Problem {
 	for i, c := range low {
 		var b strings.Builder
 		for _, kind := range Requisites {
@@ -190,7 +194,7 @@ func Problems(low []Chunk) []Problem {
 			out = append(out, Problem{Chunk: i, Missing: m, Comment: m})
 		}
 	}
-	g := newGraph(low)
+	g := newGraphIndex(low, x)
 	if g.full {
 		out = append(out, Problem{Chunk: 0, Comment: fmt.Sprintf("Too many requisites: more than %d between %d states", maxEdges, len(low))})
 	}
@@ -260,8 +264,9 @@ func (g *graph) add(i int, e edge) {
 	g.deps[i] = append(g.deps[i], e)
 }
 
-func newGraph(low []Chunk) *graph {
-	x := newIndex(low)
+func newGraph(low []Chunk) *graph { return newGraphIndex(low, newIndex(low)) }
+
+func newGraphIndex(low []Chunk, x *index) *graph {
 	g := &graph{deps: make([][]edge, len(low))}
 	direct := make([][]edge, len(low))
 	n := 0
