@@ -1,8 +1,10 @@
 package state
 
 import (
+	"errors"
 	"math"
 	"sort"
+	"strings"
 )
 
 // Order sorts low chunks as Salt's State.order_chunks does, in place, and
@@ -114,4 +116,24 @@ func number(v any) (float64, bool) {
 		return float64(x), true
 	}
 	return 0, false
+}
+
+// Single is the chunk Salt's state.single makes of "mod.fun", a name and
+// its keyword arguments (salt/modules/state.py single): kwargs with
+// "state", "fun", "__id__" and "name" set, no order and no SLS. fun
+// without a dot is Salt's "Invalid function passed".
+func Single(fun, name string, kwargs map[string]any) (Chunk, error) {
+	mod, f, ok := strings.Cut(fun, ".")
+	if !ok {
+		return nil, errors.New("Invalid function passed")
+	}
+	if i := strings.IndexByte(f, '.'); i >= 0 {
+		f = f[:i]
+	}
+	c := Chunk{}
+	for k, v := range kwargs {
+		c[k] = v
+	}
+	c["state"], c["fun"], c["__id__"], c["name"] = mod, f, name, name
+	return c, nil
 }

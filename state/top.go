@@ -397,3 +397,13 @@ func Matched(matches []EnvSLS) map[string][]string {
 	}
 	return out
 }
+
+// ParseTop reads one environment's top.sls from plain YAML text (a
+// top file rendered by the caller goes straight into TopFile).
+func ParseTop(env, file, text string) (TopFile, error) {
+	entries, err := sls.ParseYAML(file, text)
+	if err != nil {
+		return TopFile{Env: env, File: file}, err
+	}
+	return TopFile{Env: env, File: file, Entries: entries}, nil
+}

@@ -302,3 +302,23 @@ func TestListen(t *testing.T) {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
 }
+
+// TestParseTopAndSingle: ParseTop reads plain YAML; Single is Salt's
+// state.single chunk (salt/modules/state.py single).
+func TestParseTopAndSingle(t *testing.T) {
+	tf, err := ParseTop("base", "top.sls", "base:\n  '*':\n    - a\n")
+	if err != nil || len(tf.Entries) != 1 || tf.Entries[0].Keys[0] != "*" {
+		t.Fatalf("got %+v, %v", tf, err)
+	}
+	if _, err := ParseTop("base", "top.sls", "base: [\n"); err == nil {
+		t.Error("got no error for broken YAML")
+	}
+	c, err := Single("pkg.installed", "vim", map[string]any{"version": "9"})
+	want := Chunk{"state": "pkg", "fun": "installed", "__id__": "vim", "name": "vim", "version": "9"}
+	if err != nil || !cmp.Equal(want, c) {
+		t.Errorf("got %v, %v; want %v", c, err, want)
+	}
+	if _, err := Single("pkg", "vim", nil); err == nil || err.Error() != "Invalid function passed" {
+		t.Errorf("got %v, want Invalid function passed", err)
+	}
+}
