@@ -18,6 +18,9 @@ type Entry struct {
 	ID    string
 	Line  int // 1-based line of the ID in the rendered text
 	Value any // decoded as map[string]any, []any, string, bool, int, float64 or nil
+	// Keys are Value's keys in file order when Value is a mapping (the
+	// state declarations under an ID: Salt runs them in this order).
+	Keys []string
 }
 
 // Error is a failed rendering: the file, the line (0 if unknown) and why.
@@ -96,9 +99,33 @@ func ParseYAMLValues(name, text string, vals Values) ([]Entry, error) {
 		if err != nil {
 			return nil, &Error{File: name, Line: v.Line, Stage: "yaml", Err: err}
 		}
-		out = append(out, Entry{ID: id, Line: k.Line, Value: val})
+		out = append(out, Entry{ID: id, Line: k.Line, Value: val, Keys: d.keys(v)})
 	}
 	return out, nil
+}
+
+// keys are a mapping node's keys in order, as node decodes them (nil for
+// anything else); keys a "<<" merge brings come after, sorted.
+func (d decoder) keys(n *yaml.Node) []string {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	out := make([]string, 0, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn := n.Content[i]
+		if kn.Kind == yaml.ScalarNode && kn.Value == "<<" && kn.Style == 0 {
+			continue
+		}
+		k, err := d.key(kn, 1)
+		if err != nil {
+			return nil
+		}
+		out = append(out, k)
+	}
+	return out
 }
 
 // MaxDepth is how deeply rendered data may nest.

@@ -73,3 +73,19 @@ func TestMarshalFlowYAMLOneLine(t *testing.T) {
 		}
 	}
 }
+
+// TestParseYAMLKeys: an ID's keys keep their file order (Salt's state
+// compiler runs several state declarations under one ID in that order);
+// keys a "<<" merge brings are in Value only.
+func TestParseYAMLKeys(t *testing.T) {
+	entries, err := ParseYAML("k.sls", "d: &d {z: 1}\nnginx:\n  service.running: []\n  pkg.installed: []\n  file:\n    - managed\n  <<: *d\nshort: test.nop\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"service.running", "pkg.installed", "file"}, entries[1].Keys); diff != "" {
+		t.Errorf("keys (-want +got):\n%s", diff)
+	}
+	if entries[2].Keys != nil || entries[1].Value.(map[string]any)["z"] != 1 {
+		t.Errorf("got %v / %v", entries[2].Keys, entries[1].Value)
+	}
+}
