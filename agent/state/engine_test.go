@@ -428,7 +428,14 @@ onlyif_true:
 onlyif_fun:
   test.succeed_with_changes:
     - onlyif:
-      - fun: test.false
+      - fun: file.file_exists
+        args:
+          - %[1]s.missing
+unless_fun:
+  test.succeed_with_changes:
+    - unless:
+      - fun: file.file_exists
+        path: %[1]s
 creates_there:
   test.succeed_with_changes:
     - creates: %[1]s
@@ -451,10 +458,11 @@ check_ok:
 		"test_|-onlyif_false_|-onlyif_false_|-succeed_with_changes":       {RunNum: 2, Result: true, Comment: "onlyif condition is false"},
 		"test_|-onlyif_true_|-onlyif_true_|-succeed_with_changes":         {RunNum: 3, Result: true, Changes: true, Comment: "Success!"},
 		"test_|-onlyif_fun_|-onlyif_fun_|-succeed_with_changes":           {RunNum: 4, Result: true, Comment: "onlyif condition is false"},
-		"test_|-creates_there_|-creates_there_|-succeed_with_changes":     {RunNum: 5, Result: true, Comment: exists + " exists"},
-		"test_|-creates_missing_|-creates_missing_|-succeed_with_changes": {RunNum: 6, Result: true, Changes: true, Comment: "Success!"},
-		"test_|-check_fails_|-check_fails_|-succeed_with_changes":         {RunNum: 7, Result: false, Changes: true, Comment: "check_cmd determined the state failed"},
-		"test_|-check_ok_|-check_ok_|-fail_without_changes":               {RunNum: 8, Result: true, Comment: "check_cmd determined the state succeeded"},
+		"test_|-unless_fun_|-unless_fun_|-succeed_with_changes":           {RunNum: 5, Result: true, Comment: "unless condition is true"},
+		"test_|-creates_there_|-creates_there_|-succeed_with_changes":     {RunNum: 6, Result: true, Comment: exists + " exists"},
+		"test_|-creates_missing_|-creates_missing_|-succeed_with_changes": {RunNum: 7, Result: true, Changes: true, Comment: "Success!"},
+		"test_|-check_fails_|-check_fails_|-succeed_with_changes":         {RunNum: 8, Result: false, Changes: true, Comment: "check_cmd determined the state failed"},
+		"test_|-check_ok_|-check_ok_|-fail_without_changes":               {RunNum: 9, Result: true, Comment: "check_cmd determined the state succeeded"},
 	})
 	if ret["test_|-unless_true_|-unless_true_|-succeed_with_changes"].(map[string]any)["skip_watch"] != true {
 		t.Errorf("unless true: no skip_watch")
