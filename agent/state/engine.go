@@ -44,8 +44,7 @@ type Options struct {
 }
 
 // Requisite kinds, in the order Salt's check_requisite reads them.
-var requisiteKinds = []string{"require", "require_any", "watch", "watch_any", "prereq",
-	"onfail", "onfail_any", "onfail_all", "onchanges", "onchanges_any"}
+var requisiteKinds = strings.Fields("require require_any watch watch_any prereq onfail onfail_any onfail_all onchanges onchanges_any")
 
 // internalKeys is Salt's STATE_INTERNAL_KEYWORDS (salt/state.py): the
 // chunk's keys that the state system reads and a state function does not

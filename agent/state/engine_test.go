@@ -179,7 +179,7 @@ target:
   test.succeed_without_changes
 `, Options{})
 	checkBriefs(t, ret, map[string]brief{
-		"test_|-stop_|-stop_|-succeed_with_changes":         {RunNum: 0, Result: true, Comment: "No changes detected"},
+		"test_|-stop_|-stop_|-succeed_with_changes":        {RunNum: 0, Result: true, Comment: "No changes detected"},
 		"test_|-target_|-target_|-succeed_without_changes": {RunNum: 1, Result: true},
 	})
 }
@@ -266,11 +266,11 @@ test_two_non_changing_states:
       - test: another_non_changing_state
 `, Options{})
 	checkBriefs(t, ret, map[string]brief{
-		"test_|-changing_state_|-changing_state_|-succeed_with_changes":                             {RunNum: 0, Result: true, Changes: true},
-		"test_|-another_changing_state_|-another_changing_state_|-succeed_with_changes":             {RunNum: 1, Result: true, Changes: true},
+		"test_|-changing_state_|-changing_state_|-succeed_with_changes":                            {RunNum: 0, Result: true, Changes: true},
+		"test_|-another_changing_state_|-another_changing_state_|-succeed_with_changes":            {RunNum: 1, Result: true, Changes: true},
 		"test_|-non_changing_state_|-non_changing_state_|-succeed_without_changes":                 {RunNum: 2, Result: true, Comment: "non_changing_state not changed"},
 		"test_|-another_non_changing_state_|-another_non_changing_state_|-succeed_without_changes": {RunNum: 3, Result: true, Comment: "another_non_changing_state not changed"},
-		"test_|-test_one_changing_states_|-test_one_changing_states_|-succeed_with_changes":         {RunNum: 4, Result: true, Changes: true},
+		"test_|-test_one_changing_states_|-test_one_changing_states_|-succeed_with_changes":        {RunNum: 4, Result: true, Changes: true},
 		"test_|-test_two_non_changing_states_|-test_two_non_changing_states_|-succeed_with_changes": {RunNum: 5, Result: true,
 			Comment: "State was not run because none of the onchanges reqs changed"},
 	})

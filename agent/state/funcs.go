@@ -477,73 +477,35 @@ func show(part string) exec.ExtFunc {
 }
 
 func init() {
-	apply := applyStates("apply")
-	exec.Register("state.apply", `Apply states: the highstate (top.sls) with no argument, else the SLS
-given (comma-separated). The master compiles them for this device.
+	// Short docs: every byte counts on the armv7 agent.
+	for _, f := range []struct {
+		name, doc string
+		run       exec.ExtFunc
+	}{
+		{"state.apply", "Apply the highstate, or the SLS given (a,b): test=True, saltenv=, pillar=, queue=True, state_events=True.", applyStates("apply")},
+		{"state.sls", "Apply the SLS given (a,b); the arguments of state.apply.", applyStates("sls")},
+		{"state.highstate", "Apply the states top.sls gives this device; the arguments of state.apply.", applyStates("highstate")},
+		{"state.test", "state.apply with test=True.", applyStates("test")},
+		{"state.single", "Run one state function: state.single file.managed name=/etc/motd contents=hi", single},
+		{"state.show_top", "Return the top data this device gets.", show("top")},
+		{"state.show_highstate", "Return the high data of this device's highstate.", show("high")},
+		{"state.show_lowstate", "Return the low state (ordered chunks) of this device's highstate.", show("low")},
+		{"state.show_sls", "Return the high data of the SLS given.", show("high")},
+		{"state.running", "Return a sentence for each state run in progress.", stateRunning},
+	} {
+		exec.Register(f.name, f.doc+"\n\nCLI Example:\n\n    halite '*' "+f.name, f.run)
+	}
+}
 
-  test=True     change nothing; say what would change
-  saltenv=ENV   the file_roots environment (default base)
-  pillar={...}  pillar values for this run
-  queue=True    wait for a state run in progress instead of failing
-  state_events=True  fire salt/job/<jid>/prog/<id>/<n> after each state
-
-CLI Example:
-
-    halite '*' state.apply
-    halite '*' state.apply nginx,users test=True`, apply)
-	exec.Register("state.sls", `Apply the SLS given (comma-separated); the arguments of state.apply.
-
-CLI Example:
-
-    halite '*' state.sls nginx saltenv=prod`, applyStates("sls"))
-	exec.Register("state.highstate", `Apply the states top.sls gives this device; the arguments of state.apply.
-
-CLI Example:
-
-    halite '*' state.highstate test=True`, applyStates("highstate"))
-	exec.Register("state.test", `state.apply with test=True: say what would change, change nothing.
-
-CLI Example:
-
-    halite '*' state.test nginx`, applyStates("test"))
-	exec.Register("state.single", `Run one state function with its arguments, built on the device.
-
-CLI Example:
-
-    halite '*' state.single file.managed name=/etc/motd contents=hello`, single)
-	exec.Register("state.show_top", `Return the top data (environment: [SLS, ...]) this device gets.
-
-CLI Example:
-
-    halite '*' state.show_top`, show("top"))
-	exec.Register("state.show_highstate", `Return the high data of this device's highstate.
-
-CLI Example:
-
-    halite '*' state.show_highstate`, show("high"))
-	exec.Register("state.show_lowstate", `Return the low state (ordered chunks) of this device's highstate.
-
-CLI Example:
-
-    halite '*' state.show_lowstate`, show("low"))
-	exec.Register("state.show_sls", `Return the high data of the SLS given.
-
-CLI Example:
-
-    halite '*' state.show_sls nginx`, show("high"))
-	exec.Register("state.running", `Return a sentence for each state run in progress on this device.
-
-CLI Example:
-
-    halite '*' state.running`, func(_ context.Context, host any, req exec.Request) (any, error) {
-		h, err := hostOf(host)
-		if err != nil {
-			return nil, err
-		}
-		_, kw := splitReq(req)
-		if truthy(kw["concurrent"]) {
-			return []any{}, nil
-		}
-		return running(h, req), nil
-	})
+// stateRunning is state.running.
+func stateRunning(_ context.Context, host any, req exec.Request) (any, error) {
+	h, err := hostOf(host)
+	if err != nil {
+		return nil, err
+	}
+	_, kw := splitReq(req)
+	if truthy(kw["concurrent"]) {
+		return []any{}, nil
+	}
+	return running(h, req), nil
 }
