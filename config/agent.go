@@ -77,6 +77,17 @@ type Agent struct {
 	LogRotateMaxBytes    int    `yaml:"log_rotate_max_bytes"`
 	LogRotateBackupCount int    `yaml:"log_rotate_backup_count"`
 
+	// The state system's options (Salt's names): file_roots of a
+	// masterless agent (halite-call --local state.apply), test (every
+	// state run is test=True), failhard, state_events (progress events)
+	// and state_queue (queue state runs instead of refusing them: true,
+	// or the most runs waiting).
+	FileRoots   map[string][]string `yaml:"file_roots"`
+	Test        bool                `yaml:"test"`
+	Failhard    bool                `yaml:"failhard"`
+	StateEvents bool                `yaml:"state_events"`
+	StateQueue  any                 `yaml:"state_queue"`
+
 	// Relay is the relay: section; an agent with one runs as a relay.
 	// nil: not a relay.
 	Relay *Relay `yaml:"relay"`
@@ -109,6 +120,7 @@ func DefaultAgent() *Agent {
 		SpoolMax:           16 << 20,
 		JobReplayWindow:    3600,
 		MineInterval:       60,
+		FileRoots:          map[string][]string{"base": {"/srv/halite"}},
 		LogLevel:           "warning",
 		LogFile:            "/var/log/halite/agent",
 		Raw:                map[string]any{},
@@ -168,6 +180,11 @@ func agentOptions() map[string]*option[Agent] {
 		optFunc("schedule", "schedule: mapping of jobs", func(a *A, v value) error { return v.schedule(&a.Schedule, &a.ScheduleAt) }, func(a *A) any { return a.Schedule }, "Salt's schedule: jobs the agent runs by itself, with or without a master"),
 		optFunc("mine_functions", "mapping or list", func(a *A, v value) error { return v.mineFunctions(&a.MineFunctions) }, func(a *A) any { return a.MineFunctions }, "functions whose returns the agent sends to the master's mine"),
 		optCount("mine_interval", func(a *A) *int { return &a.MineInterval }, "minutes between mine updates"),
+		optRoots("file_roots", func(a *A) *map[string][]string { return &a.FileRoots }, "state files of a masterless agent (halite-call --local state.apply), per environment"),
+		optBool("test", func(a *A) *bool { return &a.Test }, "every state run is a test run (test=True) unless the job says test=False"),
+		optBool("failhard", func(a *A) *bool { return &a.Failhard }, "a failed state stops the state run"),
+		optBool("state_events", func(a *A) *bool { return &a.StateEvents }, "fire salt/job/<jid>/prog/<id>/<n> after each state of a run"),
+		optFunc("state_queue", "bool or count", setStateQueue, func(a *A) any { return a.StateQueue }, "queue a state run while another runs (true, or the most that wait) instead of refusing it"),
 		optOneOf("log_format", func(x *A) *string { return &x.LogFormat }, []string{"text", "json"}, "text (Salt's layout) or json (one object a line, for log shippers)"),
 		optCount("log_rotate_max_bytes", func(x *A) *int { return &x.LogRotateMaxBytes }, "rotate log_file past this size (with log_rotate_backup_count; both above 0)"),
 		optCount("log_rotate_backup_count", func(x *A) *int { return &x.LogRotateBackupCount }, "rotated log files kept (file.1 the newest)"),
@@ -343,6 +360,8 @@ func (a *Agent) Opts() map[string]any {
 		"file_client": a.FileClient, "log_level": a.LogLevel, "log_file": a.LogFile,
 		"acceptance_wait_time": a.AcceptanceWaitTime, "random_reauth_delay": a.RandomReauthDelay,
 		"retry_dns": a.RetryDNS, "spool_max": a.SpoolMax,
+		"file_roots": rootsOpt(a.FileRoots), "test": a.Test, "failhard": a.Failhard,
+		"state_events": a.StateEvents, "state_queue": a.StateQueue,
 	} {
 		o[k] = v
 	}
@@ -350,6 +369,37 @@ func (a *Agent) Opts() map[string]any {
 		o["conf_file"] = filepath.Join(a.ConfigDir, "agent")
 	}
 	return o
+}
+
+// setStateQueue reads state_queue: a bool, or a count of runs that may wait.
+func setStateQueue(a *Agent, v value) error {
+	var x any
+	if err := v.any(&x); err != nil {
+		return err
+	}
+	switch n := x.(type) {
+	case bool:
+	case int:
+		if n < 0 {
+			return fmt.Errorf("expected true, false or a count, got %d", n)
+		}
+	default:
+		return fmt.Errorf("expected true, false or a count, got %v", x)
+	}
+	a.StateQueue = x
+	return nil
+}
+
+func rootsOpt(r map[string][]string) map[string]any {
+	out := make(map[string]any, len(r))
+	for env, dirs := range r {
+		l := make([]any, len(dirs))
+		for i, d := range dirs {
+			l[i] = d
+		}
+		out[env] = l
+	}
+	return out
 }
 
 // GrainsFile returns the agent's grains file, CONFIG_DIR/grains (Salt's

@@ -103,6 +103,8 @@ func sampleValue[T any](t *testing.T, o *option[T], def *T) string {
 		return "{test.ping: []}"
 	case "mapping (see below)":
 		return "{port: 4600}"
+	case "bool or count":
+		return "3"
 	}
 	var lo, hi int
 	if _, err := fmt.Sscanf(o.kind, "integer %d to %d", &lo, &hi); err == nil {

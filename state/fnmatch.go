@@ -147,3 +147,7 @@ func fnfilter(names []string, pat string) []string {
 	}
 	return out
 }
+
+// Fnmatch is Python's fnmatch.fnmatchcase: "*" matches anything, "/"
+// included; "?" one character; [seq] and [!seq].
+func Fnmatch(name, pat string) bool { return fnmatch(name, pat) }

@@ -24,12 +24,43 @@ func Register(fun, doc string, run ExtFunc) {
 		name: name, doc: doc, varargs: true, varkw: true,
 		run: func(ctx context.Context, c *call) (any, error) {
 			j := c.job
-			if j == nil {
-				return run(ctx, c.e.host, Request{Fun: c.fun, Args: c.rest, Kwargs: c.kw})
+			req := Request{Fun: c.fun, Args: c.rest, Kwargs: c.kw}
+			if j != nil {
+				req = j.req
 			}
-			return run(ctx, c.e.host, j.req)
+			ret, err := run(ctx, c.e.host, req)
+			if rc, ok := ret.(Retcode); ok {
+				c.retcode = rc.Code
+				ret = rc.Return
+			}
+			return ret, err
 		},
 	}}})
+}
+
+// Retcode is what an external function returns to set the job's retcode
+// besides its return (Salt's __context__["retcode"], e.g. 2 for a state
+// run with a failed state).
+type Retcode struct {
+	Return any
+	Code   int
+}
+
+// Known reports whether fun is an execution function of this build.
+func Known(fun string) bool {
+	_, ok := registry[fun]
+	return ok
+}
+
+// Running lists the running jobs as saltutil.running does (jid, fun, pid,
+// _stamp, ...), oldest first: state.running and the state functions'
+// one-run-at-a-time check read it.
+func (e *Executor) Running() []map[string]any {
+	out := []map[string]any{}
+	for _, j := range e.running(nil) {
+		out = append(out, j.(map[string]any))
+	}
+	return out
 }
 
 // Invalidf is Salt's SaltInvocationError for external functions: the

@@ -122,39 +122,9 @@ func excluded(rel, pat string) bool {
 		r, err := regexp.Compile(re)
 		return err == nil && r.MatchString(rel)
 	}
-	return fnmatch(pat, rel)
+	return fnmatch(rel, pat)
 }
 
-// fnmatch is Python's fnmatch.fnmatch ("*" also matches "/").
-func fnmatch(pat, s string) bool {
-	var b strings.Builder
-	b.WriteString("^(?s:")
-	for i := 0; i < len(pat); i++ {
-		switch c := pat[i]; c {
-		case '*':
-			b.WriteString(".*")
-		case '?':
-			b.WriteString(".")
-		case '[':
-			j := strings.IndexByte(pat[i+1:], ']')
-			if j < 0 {
-				b.WriteString(`\[`)
-				continue
-			}
-			cls := pat[i+1 : i+1+j]
-			if strings.HasPrefix(cls, "!") {
-				cls = "^" + cls[1:]
-			}
-			b.WriteString("[" + strings.ReplaceAll(cls, `\`, `\\`) + "]")
-			i += j + 1
-		default:
-			b.WriteString(regexp.QuoteMeta(string(c)))
-		}
-	}
-	b.WriteString(")$")
-	r, err := regexp.Compile(b.String())
-	return err == nil && r.MatchString(s)
-}
 
 // keepFromRequire is _gen_keep_files without the low state: the names of
 // required file states that are paths (an ID that is not the path is not
@@ -578,14 +548,6 @@ func fileDirectory(_ context.Context, c *Call) state.Ret {
 	return ret
 }
 
-func toAnyList(s []string) []any {
-	out := make([]any, len(s))
-	for i, v := range s {
-		out[i] = v
-	}
-	return out
-}
-
 // fileRecurse is file.recurse over the files the master inlined for the
 // source directory (STATES.md: "__files__" keyed by each file's salt://
 // URL, "__dirs__" the directories under it).
@@ -847,7 +809,7 @@ func includeExclude(rel, incl, excl string) bool {
 			r, err := regexp.Compile(re)
 			ok = err == nil && r.MatchString(rel)
 		} else {
-			ok = fnmatch(incl, rel)
+			ok = fnmatch(rel, incl)
 		}
 		if !ok {
 			return false

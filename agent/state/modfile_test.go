@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -556,15 +555,6 @@ func TestOwnership(t *testing.T) {
 	converge(t, h, root, "file.managed", name, map[string]any{"contents": "x\n", "user": 0})
 	d := filepath.Join(root, "d")
 	converge(t, h, root, "file.directory", d, map[string]any{"user": "nobody"})
-}
-
-func sortedKeys(m map[string]any) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // BenchmarkManagedUnchanged is the figure: one op applies 50

@@ -49,6 +49,10 @@ type Mod struct {
 	Run Func
 	// Doc is shown by sys.state_doc.
 	Doc string
+	// RunCheck is true when the function reads unless, onlyif and
+	// creates itself (Salt's mod_run_check, e.g. cmd.run); otherwise the
+	// engine runs them before the function.
+	RunCheck bool
 }
 
 var (

@@ -188,7 +188,14 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		// Caller.print_grains (salt/cli/caller.py)
 		return output.Format(stdout, o.out, map[string]any{"local": g.Get()}, oo)
 	}
-	ex := exec.New(exec.Options{ID: cfg.ID, Version: agent.Version, Grains: g, Log: log.Named("exec"), Opts: opts})
+	if o.local {
+		opts["local"] = true // Salt's salt-call --local: no state events
+	}
+	// The state functions run here with halite-call's own host; with
+	// --local they compile the agent's file_roots themselves.
+	host := agent.NewCallHost(cfg, g, opts)
+	ex := exec.New(exec.Options{ID: cfg.ID, Version: agent.Version, Grains: g, Log: log.Named("exec"), Opts: opts, Host: host})
+	host.SetExecutor(ex)
 	jid := fmt.Sprintf("%020d", time.Now().UnixMicro())
 	res := ex.Run(ctx, exec.Request{JID: jid, Fun: o.fun, Args: args, Kwargs: kwargs})
 	if len(cfg.Return) > 0 && (o.local || cfg.FileClient == "local" || cfg.MasterType == "disable" || len(cfg.MasterAddrs()) == 0) {
