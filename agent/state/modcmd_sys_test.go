@@ -30,7 +30,7 @@ func (h *sysHost) Exec(ctx context.Context, fun string, args []any, kwargs map[s
 	return r.Return, nil
 }
 func (h *sysHost) Fire(string, map[string]any) error { return nil }
-func (h *sysHost) CacheDir() string                   { return h.cache }
+func (h *sysHost) CacheDir() string                  { return h.cache }
 
 // sysCall runs the registered state function fun ("cmd.run") on a chunk
 // made of kw, as the engine would.

@@ -125,7 +125,6 @@ func excluded(rel, pat string) bool {
 	return fnmatch(rel, pat)
 }
 
-
 // keepFromRequire is _gen_keep_files without the low state: the names of
 // required file states that are paths (an ID that is not the path is not
 // known to the module). A required directory keeps what is under it.

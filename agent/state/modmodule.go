@@ -51,7 +51,6 @@ func moduleRun(ctx context.Context, c *Call) state.Ret {
 	return moduleNew(ctx, c, kw, keys)
 }
 
-
 func moduleNew(ctx context.Context, c *Call, kw map[string]any, keys []string) state.Ret {
 	names := make([]any, 0, len(keys))
 	var funcs []string

@@ -25,7 +25,7 @@ func svcRoot(t *testing.T) string {
 	svcRcRoot = filepath.Join(root, "etc")
 	svcSystemdBooted = filepath.Join(root, "run/systemd/system")
 	svcOpenWrtRelease = filepath.Join(root, "etc/openwrt_release")
-	svcUpdateRcD = ""                          // manage the rc?.d links ourselves
+	svcUpdateRcD = ""                         // manage the rc?.d links ourselves
 	svcRunlevel = filepath.Join(root, "nope") // runlevel 2
 	for _, d := range []string{"etc/init.d", "etc/rc2.d", "etc/rc3.d", "etc/rc4.d", "etc/rc5.d", "run"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
