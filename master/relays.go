@@ -268,10 +268,10 @@ func (m *Master) serveRelayed(ctx context.Context, l *relayLink, stream *quic.St
 
 // handleBatch handles a batch of returns and events of relay l's devices,
 // each as if its device's stream had carried it (receive and settle, as
-// handle), in order, but
-// with one job cache commit for all its returns: a batch holds hundreds of
-// returns, and a commit each, one after the other, would take hundreds of
-// milliseconds (BenchmarkRelayReturns: 1000 returns, 10 ms against 330).
+// handle does), in order, but with one job cache commit for all its
+// returns: a batch holds hundreds of returns, and a commit each, one after
+// the other, would take hundreds of milliseconds (BenchmarkRelayReturns:
+// 1000 returns, 10 ms against 330).
 //
 // An item is for the session of the device it names only if that session
 // is this link's and on the stream it names; otherwise (a device of
