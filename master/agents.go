@@ -12,8 +12,10 @@ import (
 
 	"github.com/quic-go/quic-go"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/master/retroute"
 	"github.com/halite-fleet/halite/protocol"
 )
 
@@ -24,6 +26,26 @@ const (
 	// master drops its connection (the agent comes back and is served again).
 	sendQueue = 1024
 )
+
+// runSessions is the sessions part: it serves agents and relays on ln
+// until ctx ends (acceptLoops accept loops, a session per connection, a
+// relay link per relay), with the loops every session relies on:
+// acknowledgements (ackLoop), presence events (presenceLoop) and the
+// returns held while the job cache cannot store them (retryHeld). The
+// sessions themselves end when Run closes them; connWG counts them.
+func (m *Master) runSessions(ctx context.Context, ln *quic.Listener) error {
+	g, gctx := errgroup.WithContext(ctx)
+	// Several accept loops: quic-go refuses connections whose handshake
+	// is done while 32 wait to be accepted, and a fleet failing over to
+	// this master arrives all at once, on a busy machine.
+	for range acceptLoops {
+		g.Go(func() error { return m.acceptAgents(gctx, ln) })
+	}
+	g.Go(func() error { return m.ackLoop(gctx) })
+	g.Go(func() error { return m.presenceLoop(gctx) })
+	g.Go(func() error { return m.retryHeld(gctx) })
+	return g.Wait()
+}
 
 // acceptAgents accepts QUIC connections until ctx ends.
 func (m *Master) acceptAgents(ctx context.Context, ln *quic.Listener) error {
@@ -412,7 +434,7 @@ func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, v
 		}
 	}
 	if dec.Status == protocol.KeyAccepted {
-		s.rets = m.agentReturners(s.log, hello.Returners)
+		s.rets = retroute.AgentReturners(s.log, hello.Returners)
 		if accepted != nil {
 			accepted()
 		}
@@ -542,33 +564,22 @@ func (m *Master) readLoop(ctx context.Context, s *session) {
 	}
 }
 
-// handle processes one message of an accepted agent. An error drops it.
+// handle processes one message of an accepted agent, arrived on its own
+// stream. An error drops it. Returns and events go through receive and
+// settle, as a relay's batch items do (handleBatch).
 func (m *Master) handle(ctx context.Context, s *session, msg protocol.Message) error {
 	switch msg := msg.(type) {
-	case *protocol.Return:
-		b, err := m.openReturn(s, msg)
-		if err != nil {
+	case *protocol.Return, *protocol.Event:
+		in, ok, err := m.receive(s, msg)
+		if !ok {
 			return err
 		}
-		if s.replayed(msg.Seq) {
-			return nil
+		var isNew bool
+		var saveErr error
+		if in.ret != nil {
+			isNew, saveErr = m.cache.SaveReturnNew(in.ret, in.enc)
 		}
-		if err := m.handleReturn(s, msg.Seq, b, msg.Body); err != nil {
-			// Not acked: the agent keeps it and sends it again on its
-			// next connection.
-			return notStored(err)
-		}
-		s.ack(msg.Seq)
-	case *protocol.Event:
-		b, err := m.openEvent(s, msg)
-		if err != nil {
-			return err
-		}
-		if s.replayed(msg.Seq) {
-			return nil
-		}
-		m.agentEvent(s, b)
-		s.ack(msg.Seq)
+		return m.settle(s, &in, isNew, saveErr, false)
 	case *protocol.Grains:
 		m.minions.setGrains(s.id, msg.Grains)
 	case *protocol.MineGet:
@@ -583,6 +594,67 @@ func (m *Master) handle(ctx context.Context, s *session, msg protocol.Message) e
 		return protocol.Errorf(protocol.KindOther, "agent closed")
 	default:
 		return protocol.Errorf(protocol.KindUnexpected, "agent may not send %s", msg.Type())
+	}
+	return nil
+}
+
+// received is one return or event of an agent, opened (receive).
+type received struct {
+	seq uint64
+	ret *protocol.ReturnBody // a return,
+	enc []byte               // its CBOR as it arrived;
+	ev  *protocol.EventBody  // or an event
+}
+
+// receive opens msg, a Return or an Event of s's agent, however it
+// arrived (its stream: handle; its relay's batch: handleBatch), and
+// applies the replay rule. ok false with no error: msg was handled by the
+// session s resumes (sent again by a relay that did not get its ack); it
+// is acknowledged again, not handled twice. An error (msg does not verify,
+// is not made by s's agent, whose key is no longer accepted, or is neither
+// a return nor an event) ends the session.
+func (m *Master) receive(s *session, msg protocol.Message) (in received, ok bool, err error) {
+	switch msg := msg.(type) {
+	case *protocol.Return:
+		in.seq, in.enc = msg.Seq, msg.Body
+		in.ret, err = m.openReturn(s, msg)
+	case *protocol.Event:
+		in.seq = msg.Seq
+		in.ev, err = m.openEvent(s, msg)
+	default:
+		err = protocol.Errorf(protocol.KindUnexpected, "a relay's batch may carry returns and events, not %s", msg.Type())
+	}
+	if err != nil {
+		return in, false, err
+	}
+	if s.replayed(in.seq) {
+		return in, false, nil
+	}
+	return in, true, nil
+}
+
+// settle does what follows receive, however the message arrived: a return,
+// saved by the caller (the job cache answered isNew, saveErr), is stored
+// or held (returnSaved: its event and returners once stored), an event
+// is published (agentEvent); then the message is acknowledged. A return
+// neither stored nor held is not acknowledged (the agent keeps it and
+// sends it again on its next session), and the error returned ends the
+// session.
+//
+// ended says that the session was ended by an earlier message of the same
+// batch: acks are cumulative, so nothing more is acknowledged; a stored
+// return is announced all the same (sent again, it would be a replay and
+// not be), an event is dropped (it comes again).
+func (m *Master) settle(s *session, in *received, isNew bool, saveErr error, ended bool) error {
+	if in.ret != nil {
+		if err := m.returnSaved(s, in.seq, in.ret, in.enc, isNew, saveErr); err != nil && !ended {
+			return notStored(err)
+		}
+	} else if !ended {
+		m.agentEvent(s, in.ev)
+	}
+	if !ended {
+		s.ack(in.seq)
 	}
 	return nil
 }
@@ -685,7 +757,9 @@ func (m *Master) announceReturn(b *protocol.ReturnBody, agentRets []string, isNe
 		}
 		return nil
 	}
-	m.returned(b, agentRets)
+	if m.returners != nil {
+		m.returners.Returned(b, agentRets)
+	}
 	m.metrics.returned(b.JID, time.Now())
 	m.sawReturn(b)
 	data := b.Map()

@@ -102,7 +102,7 @@ func benchHandle(ctx context.Context, b *testing.B, m *Master, s *session, frame
 // benchLink makes a relay link with n accepted devices whose sessions
 // have MAC keys, as serveRelayed leaves them (without their streams: the
 // returns' path does not write to them).
-func benchLink(b *testing.B, m *Master, n int) (*relayLink, []*session) {
+func benchLink(b testing.TB, m *Master, n int) (*relayLink, []*session) {
 	b.Helper()
 	log := zap.NewNop()
 	l := &relayLink{id: "r1", ctrl: &session{id: "r1", log: log, done: make(chan struct{})}, devices: make(map[string]*session)}

@@ -30,10 +30,6 @@ import (
 // engineRefresh is how often the master looks at its _engines/ files.
 const engineRefresh = 10 * time.Second
 
-func init() {
-	services = append(services, func(m *Master, ctx context.Context) error { return m.runEngines(ctx) })
-}
-
 // engineRoots are the directories holding the master's user engines.
 func (m *Master) engineRoots() []string {
 	var out []string
@@ -43,10 +39,16 @@ func (m *Master) engineRoots() []string {
 	return out
 }
 
+// masterEngines is the master's engines part: the engines.Manager, run
+// with a look at the user engine files every engineRefresh.
+type masterEngines struct {
+	mgr *engines.Manager
+}
+
 // newEngines checks the engines: option; called by New, so a bad option
 // stops the master at start with the engine's name and the option.
-func newEngines(m *Master) (*engines.Manager, error) {
-	return engines.New(engines.Options{
+func newEngines(m *Master) (*masterEngines, error) {
+	mgr, err := engines.New(engines.Options{
 		Config: m.cfg.Engines,
 		Env: engines.Env{
 			Role: "master", ID: m.name, Bus: m.bus, Fire: m.bus.Publish, Config: m.cfg.Raw,
@@ -61,14 +63,18 @@ func newEngines(m *Master) (*engines.Manager, error) {
 		Lookup: engines.UserDir{Dirs: m.engineRoots(), Script: starlark.Compile}.Lookup,
 		Log:    m.log.Named("engines"),
 	})
+	if err != nil {
+		return nil, err
+	}
+	return &masterEngines{mgr: mgr}, nil
 }
 
-// runEngines runs the engines, looking at the user engine files again
-// every engineRefresh. It runs with none configured too, so that Reload
-// can add some.
-func (m *Master) runEngines(ctx context.Context) error {
+// Run runs the engines until ctx ends, looking at the user engine files
+// again every engineRefresh. It runs with none configured too, so that
+// Reload can add some.
+func (e *masterEngines) Run(ctx context.Context) error {
 	done := make(chan error, 1)
-	go func() { done <- m.engines.Run(ctx) }()
+	go func() { done <- e.mgr.Run(ctx) }()
 	t := time.NewTicker(engineRefresh)
 	defer t.Stop()
 	for {
@@ -76,7 +82,7 @@ func (m *Master) runEngines(ctx context.Context) error {
 		case err := <-done:
 			return err
 		case <-t.C:
-			m.engines.Refresh()
+			e.mgr.Refresh()
 		}
 	}
 }
@@ -84,7 +90,7 @@ func (m *Master) runEngines(ctx context.Context) error {
 // figures are the master's counters for the metrics engine.
 func (m *Master) figures() map[string]float64 {
 	out := map[string]float64{"halite_minions_connected": float64(len(m.minions.connected()))}
-	for _, st := range m.engines.Status() {
+	for _, st := range m.engines.mgr.Status() {
 		out["halite_engine_restarts_total{engine=\""+st.Name+"\"}"] = float64(st.Restarts)
 	}
 	return out

@@ -33,10 +33,6 @@ const (
 	maxHeldBytes = 64 << 20
 )
 
-func init() {
-	services = append(services, func(m *Master, ctx context.Context) error { return m.retryHeld(ctx) })
-}
-
 // heldReturn is a return of a session not stored yet.
 type heldReturn struct {
 	seq  uint64 // 0: its agent predates acks

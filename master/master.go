@@ -18,12 +18,12 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/halite-fleet/halite/config"
-	"github.com/halite-fleet/halite/engines"
 	"github.com/halite-fleet/halite/event"
 	"github.com/halite-fleet/halite/internal/unixsock"
 	"github.com/halite-fleet/halite/internal/version"
 	"github.com/halite-fleet/halite/master/jobcache"
 	"github.com/halite-fleet/halite/master/keys"
+	"github.com/halite-fleet/halite/master/retroute"
 	"github.com/halite-fleet/halite/protocol"
 	"github.com/halite-fleet/halite/schedule"
 )
@@ -31,46 +31,62 @@ import (
 // Version is the master's version, sent to agents and shown by test.version.
 var Version = version.Version
 
-// services are the master's optional long-running parts (reactor,
-// returners), each registered from its own file's init; each runs until ctx
-// ends and returns nil then, or an error that stops the master.
-var services []func(m *Master, ctx context.Context) error
-
 // Master is a running Halite master. Make it with New, start it with Run.
+// Its parts are listed in the order New builds them and Run starts them
+// (doc.go says what each is).
 type Master struct {
 	cfg  *config.Master
 	log  *zap.Logger
 	id   *protocol.Identity
 	name string // the master's id
+	jids event.JIDGen
+
+	// Keys: the key store (package keys), and what bounds the agents
+	// that wait on it.
 	keys *keys.Store
 	// newKeys bounds the keys of unknown ids per source (newkeys.go).
 	newKeys *newKeyLimiter
 	// notAcceptedLog logs a pending agent's retries once a minute
 	// (logevery.go).
 	notAcceptedLog *logEvery
-	cache          *jobcache.Cache
-	rets           *retState // returners (returners.go)
-	held           heldState // returns not stored yet (held.go)
-	bus            *event.Bus
-	jids           event.JIDGen
+	keyWait        *keyWaiters // pending agents held (keywait.go)
 
-	minions *registry
-	relays  relays              // connected relays' links (relays.go)
-	hellos  chan struct{}       // helloSlots (agents.go)
-	keyWait *keyWaiters         // pending agents held (keywait.go)
-	reactor masterReactor       // see reactor.go
-	engines *engines.Manager    // see engines.go
-	sched   *schedule.Scheduler // the master's schedule (schedule.go)
-	// schedAt is where each job of the schedule was set (file:line), for
-	// its errors; replaced by Reload.
-	schedAt atomic.Pointer[map[string]string]
+	// The job cache (package jobcache), purged by cleanLoop.
+	cache *jobcache.Cache
 
-	metrics   *masterMetrics // counted for metrics_port (metrics.go)
-	functions seenFunctions  // function names seen, for completion (functions.go)
+	// The event bus: every part fires on it; the reactor, the returners'
+	// event_return, the engines and the CLIs' state.event read it.
+	bus *event.Bus
 
-	mine      *mineStore // the agents' mine data (mine.go); see mineStore()
-	localCall LocalCall  // salt.cmd's functions (runners_salt.go)
+	// Sessions: the agents' and relays' connections (agents.go,
+	// relays.go, runSessions), with the grains and mine they bring.
+	minions   *registry
+	relays    relays        // connected relays' links (relays.go)
+	hellos    chan struct{} // helloSlots (agents.go)
+	held      heldState     // returns not stored yet (held.go)
+	mine      *mineStore    // the agents' mine data (mine.go); see mineStore()
 	mineOnce  sync.Once
+	functions seenFunctions // function names seen, for completion (functions.go)
+
+	// The publisher (publish.go) has no part of its own: publish runs in
+	// its callers (the local API, the reactor, runners, the schedule).
+
+	// Returners: the returner routing and its queues (package retroute).
+	returners *retroute.Router
+	// The reactor (reactor.go).
+	reactor *masterReactor
+	// Engines (engines.go).
+	engines *masterEngines
+	// The schedule (schedule.go), and where each of its jobs was set
+	// (file:line), for its errors; replaced by Reload.
+	sched   *schedule.Scheduler
+	schedAt atomic.Pointer[map[string]string]
+	// Metrics: counted as the master goes, served on metrics_port
+	// (metrics.go).
+	metrics *masterMetrics
+	// The local API's runners and wheel read everything above;
+	// localCall is salt.cmd's functions (runners_salt.go).
+	localCall LocalCall
 
 	ready   chan struct{}
 	addr    net.Addr
@@ -79,20 +95,18 @@ type Master struct {
 	connWG sync.WaitGroup // agent connections and API requests
 }
 
-// New opens the master's key store, identity and job cache. It does not
-// listen yet.
+// New builds the master's parts, in order: its identity, the key store,
+// the job cache, the event bus, the sessions' registry, the returners, the
+// reactor, the engines and the schedule. It checks their options (a bad
+// one is an error naming it) and does not listen yet.
 func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 	m := &Master{
 		cfg:     cfg,
 		log:     log,
-		bus:     event.NewBus(log.Named("bus")),
 		metrics: newMasterMetrics(),
 		ready:   make(chan struct{}),
 		closing: make(chan struct{}),
 	}
-	m.relays.sem = make(chan struct{}, relayAdmit)
-	m.hellos = make(chan struct{}, helloSlots)
-	m.keyWait = newKeyWaiters(maxHeldPending)
 	m.jids.UTC = cfg.UTCJID
 	m.jids.Node, m.jids.HasNode = jidNode(cfg), true
 	id, created, err := protocol.LoadOrCreateIdentity(cfg.PkiDir, "master")
@@ -108,6 +122,9 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 	if cfg.ID != "" {
 		m.name = cfg.ID
 	}
+
+	// Keys.
+	m.keyWait = newKeyWaiters(maxHeldPending)
 	m.keys, err = keys.Open(cfg.PkiDir, keys.Options{
 		AutoAccept:     cfg.AutoAccept,
 		AutosignFile:   cfg.AutosignFile,
@@ -121,6 +138,8 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 	}
 	m.newKeys = newNewKeyLimiter(cfg.NewKeysPerAddress, log.Named("newkeys"))
 	m.notAcceptedLog = newLogEvery(time.Minute, 4096)
+
+	// The job cache.
 	if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
 		return nil, fmt.Errorf("make cachedir: %w", err)
 	}
@@ -128,24 +147,45 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open job cache: %w", err)
 	}
-	m.minions, err = newRegistry(filepath.Join(cfg.CacheDir, "minions"), log.Named("minions"))
-	if err != nil {
-		m.cache.Close()
-		return nil, err
-	}
-	if m.rets, err = newRetState(m); err != nil {
-		m.cache.Close()
-		return nil, err
-	}
-	if m.engines, err = newEngines(m); err != nil {
-		m.cache.Close()
-		return nil, err
-	}
-	if m.sched, err = m.newSchedule(); err != nil {
+	// From here, a failure closes the job cache.
+	if err := m.newParts(); err != nil {
 		m.cache.Close()
 		return nil, err
 	}
 	return m, nil
+}
+
+// newParts builds the parts that follow the job cache.
+func (m *Master) newParts() error {
+	cfg, log := m.cfg, m.log
+	// The event bus.
+	m.bus = event.NewBus(log.Named("bus"))
+
+	// Sessions.
+	m.relays.sem = make(chan struct{}, relayAdmit)
+	m.hellos = make(chan struct{}, helloSlots)
+	var err error
+	if m.minions, err = newRegistry(filepath.Join(cfg.CacheDir, "minions"), log.Named("minions")); err != nil {
+		return err
+	}
+
+	// Returners.
+	if m.returners, err = retroute.New(retroute.Options{
+		Config: cfg, MasterID: m.name, Bus: m.bus, Cache: m.cache, Log: log.Named("returners"),
+	}); err != nil {
+		return err
+	}
+	// The reactor.
+	m.reactor = newReactor(cfg, m.bus, log, m.dispatchReaction)
+	// Engines.
+	if m.engines, err = newEngines(m); err != nil {
+		return err
+	}
+	// The schedule.
+	if m.sched, err = m.newSchedule(); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Bus is the master's event bus.
@@ -160,33 +200,18 @@ func (m *Master) Ready() <-chan struct{} { return m.ready }
 // Addr is the UDP address the master listens on.
 func (m *Master) Addr() net.Addr { return m.addr }
 
-// Run listens for agents and CLIs until ctx is cancelled, then closes every
-// connection and returns once every goroutine it started has exited.
+// Run listens for agents and CLIs, then starts the master's long-running
+// parts by name, in the order of doc.go, until ctx is cancelled. Then it
+// closes the listeners and every connection, and returns once every
+// goroutine it started has exited; the event bus and the job cache are
+// closed last.
 func (m *Master) Run(ctx context.Context) error {
 	defer m.cache.Close()
-	addr := net.JoinHostPort(m.cfg.Interface, strconv.Itoa(m.cfg.Port))
-	udpAddr, err := net.ResolveUDPAddr("udp", addr)
+	ln, closeLn, err := m.listenQUIC()
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+		return err
 	}
-	pc, err := net.ListenUDP("udp", udpAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	defer pc.Close() // the Transport does not close a conn it was given
-	// The stateless reset key is derived from the master's identity, so a
-	// restarted master resets the connections of its previous life at
-	// their next packet and agents reconnect at once instead of waiting
-	// for the idle timeout.
-	tr := &quic.Transport{Conn: pc, StatelessResetKey: protocol.StatelessResetKey(m.id)}
-	defer tr.Close()
-	qc := protocol.QUICConfig()
-	qc.MaxIncomingStreams = maxRelayStreams + 1 // a relay link: one stream per device
-	ln, err := tr.Listen(m.id.ServerTLS(), qc)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	defer ln.Close()
+	defer closeLn()
 	sock := m.cfg.SocketPath()
 	apiLn, err := unixsock.Listen(sock)
 	if err != nil {
@@ -199,19 +224,17 @@ func (m *Master) Run(ctx context.Context) error {
 	close(m.ready)
 
 	g, gctx := errgroup.WithContext(ctx)
-	// Several accept loops: quic-go refuses connections whose handshake
-	// is done while 32 wait to be accepted, and a fleet failing over to
-	// this master arrives all at once, on a busy machine.
-	for range acceptLoops {
-		g.Go(func() error { return m.acceptAgents(gctx, ln) })
-	}
-	g.Go(func() error { return m.serveAPI(gctx, apiLn) })
-	g.Go(func() error { return m.cleanLoop(gctx) })
-	g.Go(func() error { return m.presenceLoop(gctx) })
-	g.Go(func() error { return m.ackLoop(gctx) })
-	for _, svc := range services {
-		g.Go(func() error { return svc(m, gctx) })
-	}
+	// The key store has no loop: sessions and the wheel ask it.
+	g.Go(func() error { return m.cleanLoop(gctx) })       // the job cache: keep_jobs
+	g.Go(func() error { return m.runSessions(gctx, ln) }) // agents and relays
+	g.Go(func() error { return m.returners.Run(gctx) })   // returner queues, event_return
+	g.Go(func() error { return m.reactor.Run(gctx) })     // the reactor:
+	g.Go(func() error { return m.engines.Run(gctx) })     // engines:
+	g.Go(func() error { return m.sched.Run(gctx) })       // schedule:
+	g.Go(func() error { return m.serveMetrics(gctx) })    // metrics_port
+	g.Go(func() error { return m.serveAPI(gctx, apiLn) }) // the CLIs' socket
+	// Stopping: the listeners close, then every connection; Wait waits
+	// for the parts, connWG for the connections' goroutines.
 	g.Go(func() error {
 		<-gctx.Done()
 		close(m.closing)
@@ -228,6 +251,38 @@ func (m *Master) Run(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// listenQUIC opens the master's UDP socket and QUIC listener; closeLn
+// closes both.
+func (m *Master) listenQUIC() (ln *quic.Listener, closeLn func(), err error) {
+	addr := net.JoinHostPort(m.cfg.Interface, strconv.Itoa(m.cfg.Port))
+	udpAddr, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	pc, err := net.ListenUDP("udp", udpAddr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	// The stateless reset key is derived from the master's identity, so a
+	// restarted master resets the connections of its previous life at
+	// their next packet and agents reconnect at once instead of waiting
+	// for the idle timeout.
+	tr := &quic.Transport{Conn: pc, StatelessResetKey: protocol.StatelessResetKey(m.id)}
+	qc := protocol.QUICConfig()
+	qc.MaxIncomingStreams = maxRelayStreams + 1 // a relay link: one stream per device
+	ln, err = tr.Listen(m.id.ServerTLS(), qc)
+	if err != nil {
+		tr.Close()
+		pc.Close()
+		return nil, nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return ln, func() {
+		ln.Close()
+		tr.Close()
+		pc.Close() // the Transport does not close a conn it was given
+	}, nil
 }
 
 // cleanLoop purges jobs older than keep_jobs hours, at start and hourly.

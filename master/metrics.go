@@ -26,10 +26,6 @@ import (
 // everything else (agents, relays, returner queues, reactor, event bus) is
 // read from the master's state when the page is scraped.
 
-func init() {
-	services = append(services, func(m *Master, ctx context.Context) error { return m.serveMetrics(ctx) })
-}
-
 // Bounds of what the metrics keep.
 const (
 	// trackedJobs and trackedAge bound the publish times kept for the
@@ -336,8 +332,8 @@ func (c masterCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	mm.beatMu.Unlock()
 
-	if m.rets != nil {
-		for _, st := range m.rets.statuses() {
+	if m.returners != nil {
+		for _, st := range m.returners.Statuses() {
 			gauge(descRetDepth, float64(st.Depth), st.Name)
 			gauge(descRetDead, float64(st.Dead), st.Name)
 			counter(descRetDelivered, float64(st.Delivered), st.Name)

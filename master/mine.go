@@ -293,6 +293,19 @@ func (m *Master) answerMineGet(s *session, g *protocol.MineGet) {
 	s.send(b)
 }
 
+// uniq drops repeated names, keeping the order.
+func uniq(names []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 func contains(l []string, s string) bool {
 	for _, x := range l {
 		if x == s {
@@ -302,25 +315,24 @@ func contains(l []string, s string) bool {
 	return false
 }
 
-func init() {
-	runnerTables = append(runnerTables, func(m *Master) map[string]callFunc {
-		return map[string]callFunc{
-			"mine.get": func(_ context.Context, req *api.Request) (any, error) {
-				a := &args{req: req}
-				tgt, err := a.str(0, "tgt", true)
-				if err != nil {
-					return nil, err
-				}
-				fun, err := a.str(1, "fun", true)
-				if err != nil {
-					return nil, err
-				}
-				tgtType, err := a.str(2, "tgt_type", false)
-				if err != nil {
-					return nil, err
-				}
-				return m.mineGet("", tgt, fun, tgtType)
-			},
-		}
-	})
+// mineRunners are mine.get, as Salt's mine runner module.
+func mineRunners(m *Master) map[string]callFunc {
+	return map[string]callFunc{
+		"mine.get": func(_ context.Context, req *api.Request) (any, error) {
+			a := &args{req: req}
+			tgt, err := a.str(0, "tgt", true)
+			if err != nil {
+				return nil, err
+			}
+			fun, err := a.str(1, "fun", true)
+			if err != nil {
+				return nil, err
+			}
+			tgtType, err := a.str(2, "tgt_type", false)
+			if err != nil {
+				return nil, err
+			}
+			return m.mineGet("", tgt, fun, tgtType)
+		},
+	}
 }

@@ -111,8 +111,8 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 		// The job still runs; its returns are kept when they come.
 		m.log.Error("save job load", zap.String("jid", jid), zap.Error(err))
 	}
-	if m.rets != nil {
-		m.rets.jobPublished(load)
+	if m.returners != nil {
+		m.returners.JobPublished(load)
 	}
 	m.metrics.jobPublished(jid, now)
 	arg := saltArgs(req.Arg, req.Kwarg)

@@ -15,15 +15,16 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/event"
 	"github.com/halite-fleet/halite/master/api"
 	"github.com/halite-fleet/halite/reactor"
 	"github.com/halite-fleet/halite/render"
 )
 
 // The master's reactor: the `reactor:` option's rules run local, runner and
-// wheel reactions; jobs it starts carry user "Reactor". It runs as one of
-// the master's services and offers the reactor.list, reactor.add and
-// reactor.delete runners.
+// wheel reactions; jobs it starts carry user "Reactor". It is one of the
+// master's parts (Master.reactor, started by Run) and offers the
+// reactor.list, reactor.add and reactor.delete runners.
 
 // ReactorUser is the user of every job, runner and wheel call the reactor
 // starts (Salt's event_user).
@@ -32,36 +33,46 @@ const ReactorUser = "Reactor"
 // defaultReactorRefresh is reactor_refresh_interval's default, in seconds.
 const defaultReactorRefresh = 60
 
-func init() {
-	services = append(services, func(m *Master, ctx context.Context) error { return m.runReactor(ctx) })
-	runnerTables = append(runnerTables, reactorRunners)
-}
-
-// masterReactor is the master's reactor state (Master.reactor).
+// masterReactor is the master's reactor part: the reactor engine, the
+// rules it reloads, and what it needs from the master (its options, bus and
+// log; dispatch runs each reaction).
 type masterReactor struct {
-	engine atomic.Pointer[reactor.Engine]
+	cfg      *config.Master
+	bus      *event.Bus
+	log      *zap.Logger
+	dispatch func(context.Context, *reactor.Reaction) (string, error)
+
+	engine atomic.Pointer[reactor.Engine] // set while Run runs
 	confMu sync.Mutex
 	conf   string // config dir to reload the rules from, "" if unknown
+}
+
+func newReactor(cfg *config.Master, bus *event.Bus, log *zap.Logger,
+	dispatch func(context.Context, *reactor.Reaction) (string, error)) *masterReactor {
+	return &masterReactor{cfg: cfg, bus: bus, log: log, dispatch: dispatch}
 }
 
 // SetConfigDir tells the master where its configuration lives, so that the
 // reactor can reload its rules on SIGHUP and every
 // reactor_refresh_interval seconds. Call it before Run.
 func (m *Master) SetConfigDir(dir string) {
-	r := m.reactorState()
+	r := m.reactor
 	r.confMu.Lock()
 	r.conf = dir
 	r.confMu.Unlock()
 }
 
-func (m *Master) reactorState() *masterReactor { return &m.reactor }
-
 // ReactorEngine returns the master's reactor once Run started it.
-func (m *Master) ReactorEngine() *reactor.Engine { return m.reactor.engine.Load() }
+func (m *Master) ReactorEngine() *reactor.Engine {
+	if m.reactor == nil {
+		return nil
+	}
+	return m.reactor.engine.Load()
+}
 
-// reactorFuncs are the "salt" functions reactor templates may call: quick,
+// funcs are the "salt" functions reactor templates may call: quick,
 // local and side-effect free, as Salt advises.
-func (m *Master) reactorFuncs() map[string]any {
+func (r *masterReactor) funcs() map[string]any {
 	return map[string]any{
 		"test.ping": func() bool { return true },
 		"test.echo": func(s any) any { return s },
@@ -69,13 +80,13 @@ func (m *Master) reactorFuncs() map[string]any {
 		// default.
 		"pillar.get": func(key string, def ...any) any { return first(def) },
 		"config.get": func(key string, def ...any) any {
-			if v, ok := m.cfg.Raw[key]; ok {
+			if v, ok := r.cfg.Raw[key]; ok {
 				return v
 			}
 			return first(def)
 		},
 		"config.option": func(key string, def ...any) any {
-			if v, ok := m.cfg.Raw[key]; ok {
+			if v, ok := r.cfg.Raw[key]; ok {
 				return v
 			}
 			return first(def)
@@ -90,59 +101,59 @@ func first(v []any) any {
 	return ""
 }
 
-func (m *Master) reactorRules(cfg *config.Master) []reactor.Rule {
+func (r *masterReactor) rules(cfg *config.Master) []reactor.Rule {
 	rules, err := reactor.ParseConfig(cfg.Reactor)
 	if err != nil {
-		m.log.Error("reactor option ignored", zap.Error(err))
+		r.log.Error("reactor option ignored", zap.Error(err))
 		return nil
 	}
 	return rules
 }
 
-// runReactor runs the reactor engine until ctx ends.
-func (m *Master) runReactor(ctx context.Context) error {
-	st := m.reactorState()
-	defer st.engine.Store(nil)
+// Run runs the reactor engine until ctx ends, and returns once the engine
+// and the loop reloading its rules have exited.
+func (r *masterReactor) Run(ctx context.Context) error {
+	defer r.engine.Store(nil)
 	e := reactor.New(reactor.Options{
-		Rules:    m.reactorRules(m.cfg),
-		Files:    reactor.Files{Roots: m.cfg.FileRoots},
-		Renderer: render.New(render.Options{Funcs: m.reactorFuncs()}),
-		Dispatch: m.dispatchReaction,
+		Rules:    r.rules(r.cfg),
+		Files:    reactor.Files{Roots: r.cfg.FileRoots},
+		Renderer: render.New(render.Options{Funcs: r.funcs()}),
+		Dispatch: r.dispatch,
 		Types:    []string{reactor.TypeLocal, reactor.TypeRunner, reactor.TypeWheel},
-		Fire:     m.bus.Publish,
-		Workers:  m.cfg.ReactorWorkerThreads,
-		Queue:    m.cfg.ReactorWorkerHwm,
-		MaxDepth: m.cfg.ReactorMaxDepth,
-		Log:      m.log.Named("reactor"),
+		Fire:     r.bus.Publish,
+		Workers:  r.cfg.ReactorWorkerThreads,
+		Queue:    r.cfg.ReactorWorkerHwm,
+		MaxDepth: r.cfg.ReactorMaxDepth,
+		Log:      r.log.Named("reactor"),
 	})
-	st.engine.Store(e)
+	r.engine.Store(e)
 	if n := len(e.Rules()); n > 0 {
-		m.log.Info("reactor running", zap.Int("rules", n), zap.Int("workers", m.cfg.ReactorWorkerThreads))
+		r.log.Info("reactor running", zap.Int("rules", n), zap.Int("workers", r.cfg.ReactorWorkerThreads))
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		m.reloadReactorLoop(ctx, st, done)
+		r.reloadLoop(ctx, done)
 	}()
-	err := e.Run(ctx, m.bus)
+	err := e.Run(ctx, r.bus)
 	close(done)
 	wg.Wait()
 	return err
 }
 
-// reloadReactorLoop rereads the reactor rules from the configuration on
-// SIGHUP and every reactor_refresh_interval seconds, when the config
-// directory is known.
-func (m *Master) reloadReactorLoop(ctx context.Context, st *masterReactor, done <-chan struct{}) {
-	st.confMu.Lock()
-	dir := st.conf
-	st.confMu.Unlock()
+// reloadLoop rereads the reactor rules from the configuration on SIGHUP
+// and every reactor_refresh_interval seconds, when the config directory is
+// known.
+func (r *masterReactor) reloadLoop(ctx context.Context, done <-chan struct{}) {
+	r.confMu.Lock()
+	dir := r.conf
+	r.confMu.Unlock()
 	if dir == "" {
 		return
 	}
-	interval := m.cfg.ReactorRefreshInterval
+	interval := r.cfg.ReactorRefreshInterval
 	if interval <= 0 {
 		interval = defaultReactorRefresh
 	}
@@ -151,7 +162,7 @@ func (m *Master) reloadReactorLoop(ctx context.Context, st *masterReactor, done 
 	defer signal.Stop(hup)
 	t := time.NewTicker(time.Duration(interval) * time.Second)
 	defer t.Stop()
-	last := fmt.Sprint(st.engine.Load().Rules())
+	last := fmt.Sprint(r.engine.Load().Rules())
 	for {
 		select {
 		case <-ctx.Done():
@@ -163,14 +174,14 @@ func (m *Master) reloadReactorLoop(ctx context.Context, st *masterReactor, done 
 		}
 		cfg, err := config.LoadMaster(dir, func(config.Warning) {})
 		if err != nil {
-			m.log.Error("reactor reload: configuration unreadable, rules kept", zap.Error(err))
+			r.log.Error("reactor reload: configuration unreadable, rules kept", zap.Error(err))
 			continue
 		}
-		rules := m.reactorRules(cfg)
+		rules := r.rules(cfg)
 		if s := fmt.Sprint(rules); s != last {
-			st.engine.Load().SetRules(rules)
+			r.engine.Load().SetRules(rules)
 			last = s
-			m.log.Info("reactor rules reloaded", zap.Int("rules", len(rules)))
+			r.log.Info("reactor rules reloaded", zap.Int("rules", len(rules)))
 		}
 	}
 }

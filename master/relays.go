@@ -267,10 +267,11 @@ func (m *Master) serveRelayed(ctx context.Context, l *relayLink, stream *quic.St
 }
 
 // handleBatch handles a batch of returns and events of relay l's devices,
-// each as if its device's stream had carried it (handle), in order, but
-// with one job cache commit for all its returns: a batch holds hundreds of
-// returns, and a commit each, one after the other, would take hundreds of
-// milliseconds (BenchmarkRelayReturns: 1000 returns, 10 ms against 330).
+// each as if its device's stream had carried it (receive and settle, as
+// handle does), in order, but with one job cache commit for all its
+// returns: a batch holds hundreds of returns, and a commit each, one after
+// the other, would take hundreds of milliseconds (BenchmarkRelayReturns:
+// 1000 returns, 10 ms against 330).
 //
 // An item is for the session of the device it names only if that session
 // is this link's and on the stream it names; otherwise (a device of
@@ -290,14 +291,12 @@ func (m *Master) handleBatch(l *relayLink, b *protocol.Batch) {
 	}
 	l.mu.Unlock()
 
-	// First open every item; a device's first bad one ends its part of
-	// the batch.
+	// First open every item (receive); a device's first bad one ends its
+	// part of the batch.
 	type entry struct {
 		s    *session
-		seq  uint64
-		ret  *protocol.ReturnBody
-		save int // index of ret in rets
-		ev   *protocol.EventBody
+		in   received
+		save int   // index of in.ret in rets
 		bad  error // ends the session
 	}
 	entries := make([]entry, 0, len(b.Items))
@@ -317,27 +316,9 @@ func (m *Master) handleBatch(l *relayLink, b *protocol.Batch) {
 		}
 		e := entry{s: s}
 		msg, err := protocol.Decode(it.Frame)
+		ok := false
 		if err == nil {
-			switch msg := msg.(type) {
-			case *protocol.Return:
-				if e.ret, err = m.openReturn(s, msg); err == nil {
-					e.seq, e.save = msg.Seq, len(rets)
-					rets, encs = append(rets, e.ret), append(encs, msg.Body)
-				}
-			case *protocol.Event:
-				e.seq = msg.Seq
-				e.ev, err = m.openEvent(s, msg)
-			default:
-				err = protocol.Errorf(protocol.KindUnexpected, "a relay's batch may carry returns and events, not %s", msg.Type())
-			}
-		}
-		if err == nil && s.replayed(e.seq) {
-			// Handled before the relay's link dropped: acked again
-			// (replayed), not handled twice.
-			if e.ret != nil {
-				rets, encs = rets[:e.save], encs[:e.save]
-			}
-			continue
+			e.in, ok, err = m.receive(s, msg)
 		}
 		if err != nil {
 			e.bad = err
@@ -345,6 +326,11 @@ func (m *Master) handleBatch(l *relayLink, b *protocol.Batch) {
 				bad = make(map[*session]bool)
 			}
 			bad[s] = true
+		} else if !ok {
+			continue // a replay, acknowledged again
+		} else if e.in.ret != nil {
+			e.save = len(rets)
+			rets, encs = append(rets, e.in.ret), append(encs, e.in.enc)
 		}
 		entries = append(entries, e)
 	}
@@ -355,31 +341,22 @@ func (m *Master) handleBatch(l *relayLink, b *protocol.Batch) {
 		isNew, saveErrs = m.cache.SaveReturnsNew(rets, encs)
 	}
 
-	// Then, in order, what handle does once a message is opened. A
-	// session ended here acknowledges nothing more: acks are cumulative,
-	// and one for a later item would cover the item that failed.
+	// Then, in order, what handle does once a message is opened (settle).
+	// A session ended here acknowledges nothing more.
 	ended := map[*session]bool{}
 	for _, e := range entries {
+		var err error
 		switch {
 		case e.bad != nil:
-			if !ended[e.s] {
-				ended[e.s] = true
-				e.s.close(protocol.KindOf(e.bad), e.bad.Error())
-			}
-		case e.ret != nil:
-			// A stored return is announced even after its session
-			// ended: sent again, it would be a replay and not be.
-			if err := m.returnSaved(e.s, e.seq, e.ret, encs[e.save], isNew[e.save], saveErrs[e.save]); err != nil && !ended[e.s] {
-				ended[e.s] = true
-				err = notStored(err)
-				e.s.close(protocol.KindOf(err), err.Error())
-			}
-			if !ended[e.s] {
-				e.s.ack(e.seq)
-			}
-		case !ended[e.s]:
-			m.agentEvent(e.s, e.ev)
-			e.s.ack(e.seq)
+			err = e.bad
+		case e.in.ret != nil:
+			err = m.settle(e.s, &e.in, isNew[e.save], saveErrs[e.save], ended[e.s])
+		default:
+			err = m.settle(e.s, &e.in, false, nil, ended[e.s])
+		}
+		if err != nil && !ended[e.s] {
+			ended[e.s] = true
+			e.s.close(protocol.KindOf(err), err.Error())
 		}
 	}
 }

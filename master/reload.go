@@ -21,7 +21,7 @@ func (m *Master) Reload(cfg *config.Master) error {
 		m.schedAt.Store(oldAt)
 		return fmt.Errorf("reload schedule: %w", err)
 	}
-	if err := m.engines.Check(cfg.Engines); err != nil {
+	if err := m.engines.mgr.Check(cfg.Engines); err != nil {
 		m.schedAt.Store(oldAt)
 		return fmt.Errorf("reload engines: %w", err)
 	}
@@ -29,7 +29,7 @@ func (m *Master) Reload(cfg *config.Master) error {
 	if err := m.sched.Replace(cfg.Schedule); err != nil {
 		return fmt.Errorf("reload schedule: %w", err)
 	}
-	if err := m.engines.Replace(cfg.Engines); err != nil {
+	if err := m.engines.mgr.Replace(cfg.Engines); err != nil {
 		return fmt.Errorf("reload engines: %w", err)
 	}
 	return nil

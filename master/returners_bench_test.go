@@ -159,7 +159,7 @@ func BenchmarkReturnPgjsonb1000(b *testing.B) {
 		if err := tm.cache.SaveLoad(load); err != nil {
 			b.Fatal(err)
 		}
-		tm.rets.jobPublished(load)
+		tm.returners.JobPublished(load)
 		start := time.Now()
 		var wg sync.WaitGroup
 		for a := range 1000 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,22 +18,24 @@ import (
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 
-// runnerTables add the runner functions of the master's other parts
-// (reactor, returners), each registered from its own file's init.
-var runnerTables []func(m *Master) map[string]callFunc
-
-// runners are the master's runner functions, by name.
+// runners are the master's runner functions, by name, from the part that
+// offers each: the jobs, manage, event, cache, salt and doc runners
+// (runners.go, runners_salt.go, runners_doc.go), the mine's, the
+// reactor's and the returners'.
 func (m *Master) runners() map[string]callFunc {
-	r := m.coreRunners()
-	for _, t := range runnerTables {
-		for k, v := range t(m) {
-			r[k] = v
-		}
+	r := map[string]callFunc{}
+	for _, t := range []map[string]callFunc{
+		coreRunners(m),
+		mineRunners(m),     // mine.go
+		reactorRunners(m),  // reactor.go
+		returnerRunners(m), // returners.go
+	} {
+		maps.Copy(r, t)
 	}
 	return r
 }
 
-func (m *Master) coreRunners() map[string]callFunc {
+func coreRunners(m *Master) map[string]callFunc {
 	return map[string]callFunc{
 		"jobs.list_jobs":    m.runListJobs,
 		"jobs.lookup_jid":   m.runLookupJID,

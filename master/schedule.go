@@ -28,10 +28,6 @@ const ScheduleUser = "Schedule"
 // "__schedule_return")).
 const ScheduleReturnTag = "__schedule_return"
 
-func init() {
-	services = append(services, func(m *Master, ctx context.Context) error { return m.sched.Run(ctx) })
-}
-
 // newSchedule makes the master's scheduler from its schedule: option.
 func (m *Master) newSchedule() (*schedule.Scheduler, error) {
 	at := m.cfg.ScheduleAt
