@@ -111,7 +111,8 @@ func TestReturned(t *testing.T) {
 		marker := jobcache.JIDAt(base.Add(time.Hour + time.Duration(i)*time.Second))
 		r.Returned(&protocol.ReturnBody{ID: "marker", JID: marker, Fun: "test.ping"}, []string{"rawfile_json"})
 		testwait.For(t, 20*time.Second, c.name+": the marker in "+plain, func() bool {
-			return strings.Contains(lines(plain)[len(lines(plain))-1], marker)
+			l := lines(plain) // read once: the file may grow between two reads
+			return strings.Contains(l[len(l)-1], marker)
 		})
 		if c.wantAlt > 0 {
 			testwait.For(t, 20*time.Second, c.name+": a line in "+alt, func() bool { return count(alt) == before[alt]+c.wantAlt })
