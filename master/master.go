@@ -22,6 +22,7 @@ import (
 	"github.com/halite-fleet/halite/event"
 	"github.com/halite-fleet/halite/internal/unixsock"
 	"github.com/halite-fleet/halite/internal/version"
+	"github.com/halite-fleet/halite/master/fileserver"
 	"github.com/halite-fleet/halite/master/jobcache"
 	"github.com/halite-fleet/halite/master/keys"
 	"github.com/halite-fleet/halite/protocol"
@@ -68,6 +69,10 @@ type Master struct {
 	metrics   *masterMetrics // counted for metrics_port (metrics.go)
 	functions seenFunctions  // function names seen, for completion (functions.go)
 
+	// files serves file_roots' salt:// files: one for the whole master
+	// (the state compiler's, states.go).
+	files *fileserver.Server
+
 	mine      *mineStore // the agents' mine data (mine.go); see mineStore()
 	localCall LocalCall  // salt.cmd's functions (runners_salt.go)
 	mineOnce  sync.Once
@@ -87,6 +92,7 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 		log:     log,
 		bus:     event.NewBus(log.Named("bus")),
 		metrics: newMasterMetrics(),
+		files:   fileserver.New(cfg.FileRoots),
 		ready:   make(chan struct{}),
 		closing: make(chan struct{}),
 	}
