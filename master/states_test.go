@@ -143,3 +143,85 @@ func TestStateVariantsFor(t *testing.T) {
 		t.Errorf("one variant: __for__ set")
 	}
 }
+
+// TestStatesE2EMasterSide is the master's half of e2e's
+// TestStatesCompiledOnMaster (the same files and grains): what the master
+// signs for each device, before any agent runs it (salt/state.py
+// HighState.top_matches, render_state).
+func TestStatesE2EMasterSide(t *testing.T) {
+	roots := t.TempDir()
+	for name, text := range map[string]string{
+		"top.sls": "base:\n  '*':\n    - core\n  'site:north':\n    - match: grain\n    - north\n",
+		"core.sls": `hello:
+  test.succeed_without_changes:
+    - name: hello from {{ grains['site'] }}
+{% if grains['site'] == 'north' %}
+north_only:
+  cmd.run:
+    - name: echo {{ salt['grains.get']('site') }}
+{% endif %}
+`,
+		"north.sls":  "north_nop:\n  test.nop: []\n",
+		"broken.sls": "a:\n  test.nop:\n    - x: {{ grains['site'] }\n",
+		"runs.sls":   "a:\n  test.nop:\n    - x: {{ salt['cmd.run']('id') }}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(roots, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tm := startMaster(t, func(c *config.Master) { c.FileRoots = map[string][]string{"base": {roots}} }, nil)
+	tm.minions.setGrains("cam1", map[string]any{"id": "cam1", "site": "north"})
+	tm.minions.setGrains("cam2", map[string]any{"id": "cam2", "site": "south"})
+	states := func(req *api.Request, ids ...string) map[string]map[string]any {
+		t.Helper()
+		jb := &protocol.JobBody{JID: tm.jids.Next(), Tgt: "*", TgtType: "glob", Fun: req.Fun}
+		sj, err := tm.compileStates(req, jb, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]map[string]any{}
+		for _, g := range sj.groups {
+			msg, err := protocol.Decode(g.wire[4:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := msg.(*protocol.Job).Open(tm.id.Pub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range g.ids {
+				out[id] = body.Kwarg["__state__"].(map[string]any)
+			}
+		}
+		return out
+	}
+	ids := func(st map[string]any) string {
+		var got []string
+		l, _ := st["low"].([]any)
+		for _, x := range l {
+			got = append(got, fmt.Sprint(x.(map[string]any)["__id__"]))
+		}
+		return strings.Join(got, ",")
+	}
+	got := states(&api.Request{Fun: "state.show_lowstate"}, "cam1", "cam2")
+	if s := ids(got["cam1"]); s != "hello,north_only,north_nop" {
+		t.Errorf("cam1 lowstate ids: got %s, want hello,north_only,north_nop (errors %v)", s, got["cam1"]["errors"])
+	}
+	if s := ids(got["cam2"]); s != "hello" {
+		t.Errorf("cam2 lowstate ids: got %s, want hello", s)
+	}
+	got = states(&api.Request{Fun: "state.apply"}, "cam1", "cam2")
+	for id, site := range map[string]string{"cam1": "north", "cam2": "south"} {
+		if low := fmt.Sprint(got[id]["low"]); !strings.Contains(low, "hello from "+site) {
+			t.Errorf("%s state.apply low: %s, want hello from %s", id, low, site)
+		}
+	}
+	got = states(&api.Request{Fun: "state.sls", Arg: []any{"broken"}}, "cam1")
+	if errs := fmt.Sprint(got["cam1"]["errors"]); !strings.Contains(errs, "broken.sls line 3") {
+		t.Errorf("state.sls broken: errors %s, want broken.sls line 3", errs)
+	}
+	got = states(&api.Request{Fun: "state.sls", Arg: []any{"runs"}}, "cam1")
+	if errs := fmt.Sprint(got["cam1"]["errors"]); !strings.Contains(errs, "runs.sls line 3") || !strings.Contains(errs, "salt['cmd.run'] cannot run at render time on the master") {
+		t.Errorf("state.sls runs: errors %s, want the refusal with runs.sls line 3", errs)
+	}
+}

@@ -332,7 +332,7 @@ func merge(a, b map[string]any, depth int) map[string]any {
 // files through package state, the requisite checks, and the salt://
 // sources inlined.
 func (c *Compiler) compile(req Request, k kind, highstate bool, d *device, cl *call) *entry {
-	r := &run{c: c, call: cl, d: d, deps: map[string]bool{}, files: map[string]fileRec{}, paths: map[string][2]string{}}
+	r := &run{c: c, call: cl, d: d, deps: map[string]bool{}, files: map[string]fileRec{}, paths: map[string][2]string{}, keys: map[string][32]byte{}}
 	st := map[string]any{"saltenv": req.Saltenv, "mods": toAny(req.Mods)}
 	var errs []string
 	var matches []state.EnvSLS

@@ -200,6 +200,7 @@ type run struct {
 	// paths maps a file's path on disk to its env and path under its
 	// root, for relative includes.
 	paths map[string][2]string
+	keys  map[string][32]byte // depKey by deps
 }
 
 func (r *run) read(key string) *looked {
@@ -271,13 +272,16 @@ func (r *run) vars(env, sls, rel, abs string) map[string]any {
 // grains. key names the rendering (equal keys, equal entries).
 func (r *run) render(env, sls string, l *looked) ([]sls.Entry, [32]byte, error) {
 	own := r.c.scan(l.rec.sum, l.src)
-	h := sha256.New()
-	h.Write(l.rec.sum[:])
-	h.Write([]byte(env + "\x00" + sls + "\x00" + l.rec.path + "\x00"))
-	dk := depKey(r.c, r.d, own)
-	h.Write(dk[:])
-	var ownKey [32]byte
-	h.Sum(ownKey[:0])
+	dk := r.depKey(own)
+	buf := make([]byte, 0, 128+len(env)+len(sls)+len(l.rec.path))
+	buf = append(buf, l.rec.sum[:]...)
+	buf = append(buf, dk[:]...)
+	buf = append(buf, env...)
+	buf = append(buf, 0)
+	buf = append(buf, sls...)
+	buf = append(buf, 0)
+	buf = append(buf, l.rec.path...)
+	ownKey := sha256.Sum256(buf)
 	key := ownKey
 	// The templates this file read last time (the same file with the same
 	// own inputs reads the same templates): their inputs too.
@@ -315,6 +319,21 @@ func (r *run) render(env, sls string, l *looked) ([]sls.Entry, [32]byte, error) 
 	return entries, key, err
 }
 
+// depKey is the device's key under deps, kept for the run: the files of a
+// highstate often read the same inputs.
+func (r *run) depKey(deps []string) [32]byte {
+	if len(deps) == 0 {
+		return [32]byte{}
+	}
+	k := strings.Join(deps, "\x00")
+	if v, ok := r.keys[k]; ok {
+		return v
+	}
+	v := depKey(r.c, r.d, deps)
+	r.keys[k] = v
+	return v
+}
+
 // fullKey is a rendering's key: the file's own key, the templates it read
 // (their contents, fixed for the call) and their inputs' values.
 func (r *run) fullKey(own [32]byte, sh *memoRender) [32]byte {
@@ -328,7 +347,7 @@ func (r *run) fullKey(own [32]byte, sh *memoRender) [32]byte {
 		h.Write([]byte(t))
 		h.Write(l.rec.sum[:])
 	}
-	dk := depKey(r.c, r.d, sh.tplDeps)
+	dk := r.depKey(sh.tplDeps)
 	h.Write(dk[:])
 	var k [32]byte
 	h.Sum(k[:0])
