@@ -248,3 +248,56 @@ func TestScanDeps(t *testing.T) {
 		}
 	}
 }
+
+// TestTopTargetsInFileOrder: a top file's targets count in the order
+// written, not sorted (Salt reads the top file as an OrderedDict:
+// salt/state.py BaseHighState.top_matches).
+func TestTopTargetsInFileOrder(t *testing.T) {
+	dir := writeRoots(t, map[string]string{
+		"top.sls": "base:\n  'zeta*':\n    - z\n  '*':\n    - a\n",
+		"z.sls":   "zz:\n  test.nop: []\n",
+		"a.sls":   "aa:\n  test.nop: []\n",
+	})
+	c := New(Options{FileRoots: map[string][]string{"base": {dir}}})
+	res, _ := c.Compile(Request{Fun: "state.show_top"}, []Device{{ID: "zeta1"}})
+	if d := cmp.Diff(map[string]any{"base": []any{"z", "a"}}, res[0].State["top"]); d != "" {
+		t.Errorf("top: %s", d)
+	}
+}
+
+// TestInlineTemplatePerDevice: a file.managed source with template: jinja
+// is rendered for each device with its grains and the state's context
+// (salt/states/file.py managed, salt/modules/file.py get_managed), and a
+// change to the source file compiles again.
+func TestInlineTemplatePerDevice(t *testing.T) {
+	dir := writeRoots(t, map[string]string{
+		"motd.sls": "motd:\n  file.managed:\n    - name: /etc/motd\n    - source: salt://motd.j2\n    - template: jinja\n    - context:\n        greeting: hi\n",
+		"motd.j2":  "{{ greeting }} {{ grains['site'] }}\n",
+	})
+	c := New(Options{FileRoots: map[string][]string{"base": {dir}}})
+	devs := []Device{{ID: "a", Grains: map[string]any{"site": "north"}}, {ID: "b", Grains: map[string]any{"site": "south"}}, {ID: "c", Grains: map[string]any{"site": "north"}}}
+	req := Request{Fun: "state.sls", Mods: []string{"motd"}}
+	data := func(r *Result) string {
+		low := r.State["low"].([]any)
+		if len(low) != 1 {
+			t.Fatalf("low %v, errors %v", low, r.State["errors"])
+		}
+		f, _ := low[0].(map[string]any)["__files__"].(map[string]any)["salt://motd.j2"].(map[string]any)
+		b, _ := f["data"].([]byte)
+		return string(b)
+	}
+	res, st := c.Compile(req, devs)
+	if got := data(res[0]) + data(res[1]); got != "hi north\nhi south\n" {
+		t.Errorf("rendered sources: %q", got)
+	}
+	if st.Variants != 2 || res[0].Sum != res[2].Sum {
+		t.Errorf("got %d variants (a and c equal: %v), want 2", st.Variants, res[0].Sum == res[2].Sum)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "motd.j2"), []byte("{{ greeting }}, {{ grains['site'] }}!\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, _ = eventually(t, c, req, devs, func(res []*Result) bool { return data(res[1]) == "hi, south!\n" })
+	if got := data(res[1]); got != "hi, south!\n" {
+		t.Errorf("after the source changed: %q", got)
+	}
+}

@@ -1,6 +1,7 @@
 package statecomp
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -450,7 +451,15 @@ func (r *run) renderSource(env string) fileserver.TemplateFunc {
 		}
 		r.tpls = r.tpls[:0]
 		text, err := r.c.r.RenderText(name, src, render.Context{Vars: v, Salt: r.c.saltFor(r.d), Files: tplLoader{r: r, env: senv}})
-		return []byte(text), err
+		if err != nil {
+			return nil, err
+		}
+		// Jinja drops the template's last newline; Salt puts it back
+		// (salt/utils/templates.py render_jinja_tmpl).
+		if bytes.HasSuffix(src, []byte("\n")) {
+			text += "\n"
+		}
+		return []byte(text), nil
 	}
 }
 
