@@ -131,6 +131,7 @@ type Master struct {
 	Raw map[string]any `yaml:"-"`
 
 	StateOutput `yaml:",inline"` // state_output, state_verbose, ... (stateoutput.go)
+	StateTop    `yaml:",inline"` // state_top, top_file_merging_strategy, ... (statetop.go)
 }
 
 // MaxFrameLimit is the largest max_frame.
@@ -169,6 +170,7 @@ func DefaultMaster() *Master {
 		ReturnerQueueMax:       1_000_000,
 		Raw:                    map[string]any{},
 		StateOutput:            defaultStateOutput(),
+		StateTop:               defaultStateTop(),
 	}
 }
 
@@ -243,6 +245,7 @@ func masterOptions() map[string]*option[Master] {
 		optFunc("publish_port", "port", func(_ *M, v value) error { var p int; return v.port(&p) }, nil, "Halite publishes over its one UDP port (port)").with("4505").as(Ignored),
 	},
 		stateOutputOptions(func(m *M) *StateOutput { return &m.StateOutput }),
+		stateTopOptions(func(m *M) *StateTop { return &m.StateTop }),
 		elsewhere[M]("cli", "output color"),
 		[]option[M]{refusedTrue[M]("fips_mode", "Halite's TLS 1.3 (QUIC) is not a FIPS module")},
 		ignored[M](saltCommonOptions+saltMasterOptions, ""),

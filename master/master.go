@@ -21,6 +21,7 @@ import (
 	"github.com/halite-fleet/halite/event"
 	"github.com/halite-fleet/halite/internal/unixsock"
 	"github.com/halite-fleet/halite/internal/version"
+	"github.com/halite-fleet/halite/master/fileserver"
 	"github.com/halite-fleet/halite/master/jobcache"
 	"github.com/halite-fleet/halite/master/keys"
 	"github.com/halite-fleet/halite/master/retroute"
@@ -65,6 +66,10 @@ type Master struct {
 	hellos    chan struct{} // helloSlots (agents.go)
 	held      heldState     // returns not stored yet (held.go)
 	mine      *mineStore    // the agents' mine data (mine.go); see mineStore()
+
+	// The publisher's state compile (states.go): files serves
+	// file_roots' salt:// files, one server for the whole master.
+	files *fileserver.Server
 	mineOnce  sync.Once
 	functions seenFunctions // function names seen, for completion (functions.go)
 
@@ -104,6 +109,7 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 		cfg:     cfg,
 		log:     log,
 		metrics: newMasterMetrics(),
+		files:   fileserver.New(cfg.FileRoots),
 		ready:   make(chan struct{}),
 		closing: make(chan struct{}),
 	}

@@ -39,7 +39,7 @@ func (m *Master) stateCompiler() *statecomp.Compiler {
 		return v.(*masterCompiler).c
 	}
 	mc := &masterCompiler{cfg: m.cfg, c: statecomp.New(statecomp.Options{
-		FileRoots: m.cfg.FileRoots, Pillar: m.pillarFor, Opts: m.cfg.Raw, Nodegroups: m.cfg.Nodegroups,
+		Files: m.files, Top: m.cfg.StateTop, Pillar: m.pillarFor, Opts: m.cfg.Raw, Nodegroups: m.cfg.Nodegroups,
 	})}
 	compilers.Store(m, mc)
 	return mc.c

@@ -1,17 +1,16 @@
 package statecomp
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"hash"
 	"math"
-	"os"
 	"sort"
 	"strings"
 	"sync"
-	"time"
+
+	"github.com/halite-fleet/halite/state"
 )
 
 // The compile cache.
@@ -31,12 +30,14 @@ import (
 // fewer); this happens in the first compiles of a family, then not again
 // until a file changes.
 //
-// Files: every lookup a compile made (SLS name, template, top file, found
-// or not) is recorded with the file's sha256, size and mtime. At the start
-// of each Compile call the family's lookups are done again: a name that
-// resolves elsewhere, or a file whose size or mtime changed (or whose
-// mtime is within racyWindow of when it was hashed) and whose hash
-// differs, drops the family.
+// Files: every lookup a compile made through the file server (SLS name,
+// template, top file, the salt:// sources and directories Inline put into
+// chunks, the SLS names of an env; found or not) is recorded with the
+// path it resolved to and the SHA-256 of what it held. At the start of
+// each Compile call the family's lookups are done again, through the
+// file server (which trusts a lookup for fileserver.LookupTTL and hashes
+// a file again when its size, mtime or inode changed): a name that
+// resolves elsewhere, or a hash that differs, drops the family.
 type family struct {
 	key [32]byte
 
@@ -47,10 +48,6 @@ type family struct {
 	entries map[[32]byte]*entry
 	files   map[string]fileRec // by lookup
 }
-
-// racyWindow: a file changed within it of its hashing may have changed
-// again without its mtime moving; it is hashed again.
-const racyWindow = 2 * time.Second
 
 func (c *Compiler) family(req Request, k kind, highstate bool) *family {
 	h := sha256.New()
@@ -74,8 +71,9 @@ func (c *Compiler) family(req Request, k kind, highstate bool) *family {
 	return f
 }
 
-// validate checks the family's files and drops its compiles if one changed.
-func (f *family) validate(c *Compiler) {
+// validate checks the family's files and drops its compiles if one
+// changed; the answers are kept in cl for the call's compiles.
+func (f *family) validate(cl *call) {
 	f.mu.Lock()
 	files := make([]fileRec, 0, len(f.files))
 	for _, r := range f.files {
@@ -83,7 +81,7 @@ func (f *family) validate(c *Compiler) {
 	}
 	f.mu.Unlock()
 	for _, rec := range files {
-		if !c.unchanged(rec) {
+		if l := cl.get(rec.lookup); l.rec != rec {
 			f.mu.Lock()
 			f.deps, f.depSet, f.entries, f.files = nil, map[string]bool{}, map[[32]byte]*entry{}, map[string]fileRec{}
 			f.gen++
@@ -93,27 +91,8 @@ func (f *family) validate(c *Compiler) {
 	}
 }
 
-func (c *Compiler) unchanged(rec fileRec) bool {
-	abs, _ := c.resolve(rec.lookup)
-	if abs != rec.abs {
-		return false
-	}
-	if abs == "" {
-		return true
-	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return false
-	}
-	if fi.Size() == rec.size && fi.ModTime().Equal(rec.mtime) && rec.read.Sub(rec.mtime) > racyWindow {
-		return true
-	}
-	_, now, err := readFile(abs, rec)
-	return err == nil && now.sum == rec.sum
-}
-
 // get returns device d's compile: cached, or run now (ran true).
-func (f *family) get(c *Compiler, req Request, k kind, highstate bool, d *Device, snap *sync.Map) (*entry, bool) {
+func (f *family) get(c *Compiler, req Request, k kind, highstate bool, d *Device, cl *call) (*entry, bool) {
 	dv := c.device(req, d)
 	for tries := 0; ; tries++ {
 		f.mu.Lock()
@@ -137,17 +116,17 @@ func (f *family) get(c *Compiler, req Request, k kind, highstate bool, d *Device
 		ran := false
 		e.once.Do(func() {
 			ran = true
-			x := c.compile(req, k, highstate, dv, snap)
-			e.state, e.deps, e.files = x.state, x.deps, x.files
+			x := c.compile(req, k, highstate, dv, cl)
+			e.state, e.sum, e.deps, e.files = x.state, x.sum, x.deps, x.files
 		})
 		if ran || tries > 2 || subset(e.deps, deps) {
 			if ran {
-				f.learn(key, gen, e)
+				f.learn(c, dv, e)
 			}
 			if !ran && !subset(e.deps, deps) {
 				// Still learning after retries: compile for this device
 				// alone rather than share a compile keyed on too little.
-				return c.compile(req, k, highstate, dv, snap), true
+				return c.compile(req, k, highstate, dv, cl), true
 			}
 			return e, ran
 		}
@@ -157,7 +136,7 @@ func (f *family) get(c *Compiler, req Request, k kind, highstate bool, d *Device
 }
 
 // learn records a new compile's files and dependencies in the family.
-func (f *family) learn(key [32]byte, gen int, e *entry) {
+func (f *family) learn(c *Compiler, dv *device, e *entry) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, r := range e.files {
@@ -182,8 +161,10 @@ func (f *family) learn(key [32]byte, gen int, e *entry) {
 	sort.Strings(f.deps)
 	f.gen++
 	// Entries were keyed on fewer deps; start again, keeping nothing that
-	// might be found under a key that does not cover what it read.
-	f.entries = map[[32]byte]*entry{}
+	// might be found under a key that does not cover what it read, but
+	// this compile, under its device's key on all the deps (which cover
+	// its own).
+	f.entries = map[[32]byte]*entry{depKey(c, dv, f.deps): e}
 }
 
 func subset(a []string, b []string) bool {
@@ -204,70 +185,99 @@ func subset(a []string, b []string) bool {
 
 // depKey is device d's key under deps.
 func depKey(c *Compiler, d *device, deps []string) [32]byte {
-	h := sha256.New()
+	if len(deps) == 0 {
+		return [32]byte{}
+	}
+	b := canonPool.Get().(*[]byte)
+	buf := (*b)[:0]
 	for _, dep := range deps {
-		h.Write([]byte(dep))
-		h.Write([]byte{0})
+		buf = append(buf, dep...)
+		buf = append(buf, 0)
 		switch {
 		case dep == "*id":
-			h.Write([]byte(d.id))
-			h.Write([]byte{0})
-			writeCanon(h, d.grains)
-			writeCanon(h, d.pillar)
+			buf = append(buf, d.id...)
+			buf = append(buf, 0)
+			buf = appendCanon(buf, d.grains, 0)
+			buf = appendCanon(buf, d.pillar, 0)
 		case dep == "*g":
-			writeCanon(h, d.grains)
+			buf = appendCanon(buf, d.grains, 0)
 		case dep == "*p":
-			writeCanon(h, d.pillar)
+			buf = appendCanon(buf, d.pillar, 0)
 		case strings.HasPrefix(dep, "g:"):
 			v, ok := d.grains[dep[2:]]
-			writeCanon(h, []any{ok, v})
+			buf = appendPresent(buf, v, ok)
 		case strings.HasPrefix(dep, "p:"):
 			v, ok := d.pillar[dep[2:]]
-			writeCanon(h, []any{ok, v})
+			buf = appendPresent(buf, v, ok)
 		case strings.HasPrefix(dep, "m:"):
 			typ, tgt, _ := strings.Cut(dep[2:], ":")
 			ok, err := c.match(d, typ, tgt, "")
-			if err != nil {
-				h.Write([]byte("error"))
-			} else if ok {
-				h.Write([]byte{1})
-			} else {
-				h.Write([]byte{2})
+			switch {
+			case err != nil:
+				buf = append(buf, 'e')
+			case ok:
+				buf = append(buf, 1)
+			default:
+				buf = append(buf, 2)
 			}
 		}
 	}
-	var k [32]byte
-	h.Sum(k[:0])
+	k := sha256.Sum256(buf)
+	*b = buf
+	canonPool.Put(b)
 	return k
 }
 
-// writeCanon writes v to h in a form where equal values, and only they,
-// write equal bytes: a type byte, lengths, map keys sorted.
-func writeCanon(h hash.Hash, v any) { writeCanonDepth(h, v, 0) }
+func appendPresent(buf []byte, v any, ok bool) []byte {
+	if !ok {
+		return append(buf, '-')
+	}
+	return appendCanon(append(buf, '+'), v, 0)
+}
 
-func writeCanonDepth(h hash.Hash, v any, depth int) {
-	var n [9]byte
+var canonPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// canonSum is the SHA-256 of v's canonical form: equal values, and only
+// they, have equal sums.
+func canonSum(v any) [32]byte {
+	b := canonPool.Get().(*[]byte)
+	buf := appendCanon((*b)[:0], v, 0)
+	k := sha256.Sum256(buf)
+	if cap(buf) <= 1<<20 {
+		*b = buf
+		canonPool.Put(b)
+	}
+	return k
+}
+
+// writeCanon writes v's canonical form to h.
+func writeCanon(h hash.Hash, v any) { h.Write(appendCanon(nil, v, 0)) }
+
+// appendCanon appends v in a form where equal values, and only they,
+// write equal bytes: a type byte, lengths, map keys sorted. A file that
+// Inline put into a chunk ({"data": bytes, "sha256": hex}) is written as
+// its hash, not its bytes.
+func appendCanon(buf []byte, v any, depth int) []byte {
 	num := func(t byte, u uint64) {
-		n[0] = t
-		binary.BigEndian.PutUint64(n[1:], u)
-		h.Write(n[:])
+		buf = append(buf, t)
+		buf = binary.BigEndian.AppendUint64(buf, u)
 	}
 	str := func(t byte, s string) {
 		num(t, uint64(len(s)))
-		h.Write([]byte(s))
+		buf = append(buf, s...)
 	}
 	if depth > 64 {
 		str('!', "too deep")
-		return
+		return buf
 	}
 	switch v := v.(type) {
 	case nil:
-		h.Write([]byte{'n'})
+		buf = append(buf, 'n')
 	case bool:
 		if v {
-			h.Write([]byte{'t'})
+			buf = append(buf, 't')
 		} else {
-			h.Write([]byte{'f'})
+			buf = append(buf, 'f')
 		}
 	case string:
 		str('s', v)
@@ -284,7 +294,7 @@ func writeCanonDepth(h hash.Hash, v any, depth int) {
 	case []any:
 		num('l', uint64(len(v)))
 		for _, x := range v {
-			writeCanonDepth(h, x, depth+1)
+			buf = appendCanon(buf, x, depth+1)
 		}
 	case []string:
 		num('l', uint64(len(v)))
@@ -292,7 +302,16 @@ func writeCanonDepth(h hash.Hash, v any, depth int) {
 			str('s', x)
 		}
 	case map[string]any:
-		keys := make([]string, 0, len(v))
+		if len(v) == 2 {
+			if _, ok := v["data"].([]byte); ok {
+				if sum, ok := v["sha256"].(string); ok {
+					str('h', sum)
+					return buf
+				}
+			}
+		}
+		var arr [16]string
+		keys := arr[:0]
 		for k := range v {
 			keys = append(keys, k)
 		}
@@ -300,13 +319,14 @@ func writeCanonDepth(h hash.Hash, v any, depth int) {
 		num('m', uint64(len(v)))
 		for _, k := range keys {
 			str('s', k)
-			writeCanonDepth(h, v[k], depth+1)
+			buf = appendCanon(buf, v[k], depth+1)
 		}
+	case state.Chunk:
+		buf = appendCanon(buf, map[string]any(v), depth)
 	default:
 		// Other types (from CBOR decoding: other ints, map[any]any) by
 		// their printed form with the type, which is stable.
-		var b bytes.Buffer
-		fmt.Fprintf(&b, "%T:%v", v, v)
-		str('x', b.String())
+		str('x', fmt.Sprintf("%T:%v", v, v))
 	}
+	return buf
 }

@@ -3,7 +3,6 @@ package statecomp
 import (
 	"crypto/sha256"
 	"fmt"
-	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -11,8 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/master/fileserver"
 	"github.com/halite-fleet/halite/render"
-	"github.com/halite-fleet/halite/render/sls"
 	"github.com/halite-fleet/halite/state"
 	"github.com/halite-fleet/halite/targets"
 )
@@ -33,8 +33,14 @@ const (
 
 // Options configure a Compiler.
 type Options struct {
-	// FileRoots is the master's file_roots: saltenv to directories.
+	// Files is the master's file server (shared with the rest of the
+	// master); nil: one over FileRoots.
+	Files     *fileserver.Server
 	FileRoots map[string][]string
+	// Top is how the top files are read and merged (state_top,
+	// state_top_saltenv, top_file_merging_strategy, default_top,
+	// env_order).
+	Top config.StateTop
 	// Pillar is the device's pillar; nil: empty (issue 18 fills it).
 	Pillar func(id string) map[string]any
 	// Opts is the master's config, for config.get.
@@ -42,20 +48,16 @@ type Options struct {
 	// Nodegroups is the master's nodegroups, for match.compound and top
 	// files that match N@.
 	Nodegroups map[string]any
-	// Inline fills the chunks' salt:// sources (master/fileserver.Inline);
-	// render renders a `template: jinja` source for the device. nil:
-	// sources are not inlined.
-	Inline func(low []state.Chunk, env string, render func(url string, src []byte) ([]byte, error)) error
 }
 
 // Compiler compiles states for devices, with a cache. Safe for
 // concurrent use.
 type Compiler struct {
-	roots      roots
+	fs         *fileserver.Server
+	top        config.StateTop
 	pillarFn   func(string) map[string]any
 	opts       map[string]any
 	nodegroups map[string]any
-	inline     func([]state.Chunk, string, func(string, []byte) ([]byte, error)) error
 	r          *render.Renderer
 
 	mu       sync.Mutex
@@ -66,9 +68,20 @@ type Compiler struct {
 
 // New returns a Compiler.
 func New(o Options) *Compiler {
+	fs := o.Files
+	if fs == nil {
+		fs = fileserver.New(o.FileRoots)
+	}
+	top := o.Top
+	if top.StateTop == "" {
+		top.StateTop = "top.sls"
+	}
+	if top.DefaultTop == "" {
+		top.DefaultTop = "base"
+	}
 	return &Compiler{
-		roots: roots(o.FileRoots), pillarFn: o.Pillar, opts: o.Opts, nodegroups: o.Nodegroups,
-		inline: o.Inline, r: render.New(render.Options{}),
+		fs: fs, top: top, pillarFn: o.Pillar, opts: o.Opts, nodegroups: o.Nodegroups,
+		r:        render.New(render.Options{}),
 		matchers: map[string]*targets.Matcher{}, families: map[[32]byte]*family{},
 		scans: map[[32]byte][]string{},
 	}
@@ -160,8 +173,8 @@ func (c *Compiler) Compile(req Request, devs []Device) ([]*Result, Stats) {
 	}
 	deadline := start.Add(timeout)
 	fam := c.family(req, k, highstate)
-	fam.validate(c)
-	snap := &sync.Map{}
+	cl := &call{c: c}
+	fam.validate(cl)
 
 	results := make([]*Result, len(devs))
 	perReq := map[*entry]*Result{}
@@ -184,7 +197,7 @@ func (c *Compiler) Compile(req Request, devs []Device) ([]*Result, Stats) {
 					e = errEntry(fmt.Sprintf("state compile on the master timed out after %s", timeout))
 				} else {
 					var ran bool
-					e, ran = fam.get(c, req, k, highstate, &devs[i], snap)
+					e, ran = fam.get(c, req, k, highstate, &devs[i], cl)
 					if ran {
 						compiled.Add(1)
 					}
@@ -212,32 +225,40 @@ func (c *Compiler) Compile(req Request, devs []Device) ([]*Result, Stats) {
 type entry struct {
 	once  sync.Once
 	state map[string]any // __state__ without test
+	sum   [32]byte       // of state
 	deps  []string       // dependencies learned by the compile
 	files []fileRec
 }
 
 func errEntry(msg string) *entry {
 	e := &entry{state: map[string]any{"low": []any{}, "errors": []any{msg}}}
+	e.sum = canonSum(e.state)
 	e.once.Do(func() {})
 	return e
 }
 
-// forRequest is the entry's Result for req: its state with "test" and its
-// sum.
+// forRequest is the entry's Result for req: its state with "test", and
+// its sum.
 func (e *entry) forRequest(req Request) *Result {
+	if req.Test == nil {
+		return &Result{State: e.state, Sum: e.sum}
+	}
 	st := make(map[string]any, len(e.state)+1)
 	for k, v := range e.state {
 		st[k] = v
 	}
-	if req.Test != nil {
-		st["test"] = truthy(req.Test)
-	}
+	t := truthy(req.Test)
+	st["test"] = t
+	r := &Result{State: st}
 	h := sha256.New()
-	writeCanon(h, st)
-	var r Result
-	r.State = st
+	h.Write(e.sum[:])
+	if t {
+		h.Write([]byte{1})
+	} else {
+		h.Write([]byte{0})
+	}
 	h.Sum(r.Sum[:0])
-	return &r
+	return r
 }
 
 func truthy(v any) bool {
@@ -282,6 +303,12 @@ func (c *Compiler) device(req Request, d *Device) *device {
 	return &device{id: d.ID, grains: g, pillar: p, index: d.Index}
 }
 
+// opts is the device's opts as a template sees them (a minion's, as far
+// as the master knows them).
+func (d *device) opts(env string) map[string]any {
+	return map[string]any{"id": d.id, "saltenv": env, "grains": d.grains, "pillar": d.pillar, "file_client": "remote"}
+}
+
 // merge is Salt's recursive dict merge: b over a (salt/utils/dictupdate.py
 // update).
 func merge(a, b map[string]any, depth int) map[string]any {
@@ -301,330 +328,53 @@ func merge(a, b map[string]any, depth int) map[string]any {
 	return out
 }
 
-// run is one compile for one device: it renders through the cache's
-// Loader and records what it read.
-type run struct {
-	c     *Compiler
-	d     *device
-	deps  map[string]bool
-	files []fileRec
-	snap  *sync.Map // lookup -> snapFile: files read during this Compile call
-	tpls  int       // templates read through tplLoader
-}
-
-// snapFile is a file as read once in a Compile call (validate checked the
-// family's files at its start).
-type snapFile struct {
-	abs, rel string
-	src      []byte
-	rec      fileRec
-}
-
-// fileRec is one file lookup of a compile: what name resolved to, and
-// what the file held.
-type fileRec struct {
-	lookup string // "sls:<env>:<name>", "file:<env>:<rel>", "top:<env>"
-	abs    string // "" if not found
-	sum    [32]byte
-	size   int64
-	mtime  time.Time
-	read   time.Time // when it was hashed
-}
-
-func (c *Compiler) resolve(lookup string) (abs, rel string) {
-	kind, rest, _ := strings.Cut(lookup, ":")
-	env, name, _ := strings.Cut(rest, ":")
-	switch kind {
-	case "sls":
-		return c.roots.slsPath(env, name)
-	case "top":
-		return c.roots.filePath(env, "top.sls"), "top.sls"
-	}
-	return c.roots.filePath(env, name), name
-}
-
-// read resolves and reads lookup's file, recording it and its
-// dependencies.
-func (r *run) read(lookup string) (abs, rel string, src []byte, err error) {
-	if r.snap != nil {
-		if v, ok := r.snap.Load(lookup); ok {
-			f := v.(*snapFile)
-			r.files = append(r.files, f.rec)
-			if f.abs != "" {
-				for _, d := range r.c.scan(f.rec.sum, f.src) {
-					r.deps[d] = true
-				}
-			}
-			return f.abs, f.rel, f.src, nil
-		}
-		defer func() {
-			if err == nil {
-				r.snap.Store(lookup, &snapFile{abs: abs, rel: rel, src: src, rec: r.files[len(r.files)-1]})
-			}
-		}()
-	}
-	abs, rel = r.c.resolve(lookup)
-	rec := fileRec{lookup: lookup, abs: abs}
-	if abs == "" {
-		r.files = append(r.files, rec)
-		return "", rel, nil, nil
-	}
-	if src, rec, err = readFile(abs, rec); err != nil {
-		return "", rel, nil, err
-	}
-	r.files = append(r.files, rec)
-	for _, d := range r.c.scan(rec.sum, src) {
-		r.deps[d] = true
-	}
-	return abs, rel, src, nil
-}
-
-func readFile(abs string, rec fileRec) ([]byte, fileRec, error) {
-	f, err := os.Open(abs)
-	if err != nil {
-		return nil, rec, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, rec, err
-	}
-	if fi.Size() > maxFileBytes {
-		return nil, rec, fmt.Errorf("%s: %d bytes, more than the %d a state file may have", abs, fi.Size(), maxFileBytes)
-	}
-	src := make([]byte, fi.Size())
-	if _, err := f.ReadAt(src, 0); err != nil && fi.Size() > 0 {
-		return nil, rec, err
-	}
-	rec.sum, rec.size, rec.mtime, rec.read = sha256.Sum256(src), fi.Size(), fi.ModTime(), time.Now()
-	return src, rec, nil
-}
-
-func (c *Compiler) scan(sum [32]byte, src []byte) []string {
-	c.mu.Lock()
-	d, ok := c.scans[sum]
-	c.mu.Unlock()
-	if ok {
-		return d
-	}
-	d = scanDeps(string(src))
-	c.mu.Lock()
-	if len(c.scans) > 8192 {
-		clear(c.scans)
-	}
-	c.scans[sum] = d
-	c.mu.Unlock()
-	return d
-}
-
-// vars are a state file's template variables.
-func (r *run) vars(env, sls, rel, abs string) map[string]any {
-	v := render.SLSVars(sls, rel, abs)
-	v["grains"] = r.d.grains
-	v["pillar"] = r.d.pillar
-	v["saltenv"] = env
-	v["opts"] = map[string]any{"id": r.d.id, "saltenv": env, "grains": r.d.grains, "pillar": r.d.pillar, "file_client": "remote"}
-	return v
-}
-
-// render renders one file of env for the device.
-// A file whose rendering read no other template is kept, by its content
-// and the values of its own dependencies, for the other devices of the
-// call (fileMemo); its entries are copied out, since the state compiler
-// may change them.
-func (r *run) render(env, sls, rel, abs string, src []byte) ([]sls.Entry, error) {
-	var key [32]byte
-	if r.snap != nil {
-		h := sha256.New()
-		sum := sha256.Sum256(src)
-		h.Write(sum[:])
-		fmt.Fprintf(h, "\x00%s\x00%s\x00%s\x00", env, sls, abs)
-		key = depKey(r.c, r.d, r.c.scan(sum, src))
-		h.Write(key[:])
-		h.Sum(key[:0])
-		if v, ok := r.snap.Load(key); ok {
-			m := v.(*memoRender)
-			return copyEntries(m.entries), m.err
-		}
-	}
-	tpls := r.tpls
-	_, entries, err := r.c.r.Render(abs, src, render.Context{
-		Vars: r.vars(env, sls, rel, abs), Salt: r.c.saltFor(r.d), Files: tplLoader{r: r, env: env},
-	})
-	if r.snap != nil && r.tpls == tpls {
-		r.snap.Store(key, &memoRender{entries: copyEntries(entries), err: err})
-	}
-	return entries, err
-}
-
-type memoRender struct {
-	entries []sls.Entry
-	err     error
-}
-
-func copyEntries(es []sls.Entry) []sls.Entry {
-	if es == nil {
-		return nil
-	}
-	out := make([]sls.Entry, len(es))
-	for i, e := range es {
-		out[i] = sls.Entry{ID: e.ID, Line: e.Line, Value: deepCopy(e.Value, 0)}
-	}
-	return out
-}
-
-func deepCopy(v any, depth int) any {
-	if depth > 64 {
-		return nil
-	}
-	switch v := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(v))
-		for k, x := range v {
-			m[k] = deepCopy(x, depth+1)
-		}
-		return m
-	case []any:
-		l := make([]any, len(v))
-		for i, x := range v {
-			l[i] = deepCopy(x, depth+1)
-		}
-		return l
-	}
-	return v
-}
-
-// Load is package state's Loader over the file roots.
-func (r *run) Load(env, name string) (string, []sls.Entry, error) {
-	abs, rel, src, err := r.read("sls:" + env + ":" + name)
-	if err != nil {
-		return "", nil, fmt.Errorf("Rendering SLS '%s:%s' failed: %w", env, name, err)
-	}
-	if abs == "" {
-		return "", nil, fmt.Errorf("No matching sls found for '%s' in env '%s'", name, env)
-	}
-	entries, err := r.render(env, name, rel, abs, src)
-	if err != nil {
-		return rel, nil, fmt.Errorf("Rendering SLS '%s:%s' failed: %w", env, name, err)
-	}
-	return rel, entries, nil
-}
-
-// tplLoader reads the templates a state file includes or imports: by a
-// path under the file roots (salt://path or path), or ./path and ../path
-// from the including file's directory, as Salt's SaltCacheLoader does.
-type tplLoader struct {
-	r   *run
-	env string
-}
-
-func (l tplLoader) Resolve(from, name string) (string, error) {
-	l.r.tpls++
-	if strings.HasPrefix(name, "/") {
-		if _, err := l.r.c.roots.relOf(l.env, name); err == nil {
-			return name, nil
-		}
-	}
-	rel := strings.TrimPrefix(name, "salt://")
-	if strings.HasPrefix(rel, "./") || strings.HasPrefix(rel, "../") {
-		fromRel, err := l.r.c.roots.relOf(l.env, from)
-		if err != nil {
-			return "", err
-		}
-		dir := ""
-		if i := strings.LastIndexByte(fromRel, '/'); i >= 0 {
-			dir = fromRel[:i]
-		}
-		parts := strings.Split(dir, "/")
-		if dir == "" {
-			parts = nil
-		}
-		for _, p := range strings.Split(rel, "/") {
-			switch p {
-			case ".", "":
-			case "..":
-				if len(parts) == 0 {
-					return "", fmt.Errorf("template %s: outside the file roots", name)
-				}
-				parts = parts[:len(parts)-1]
-			default:
-				parts = append(parts, p)
-			}
-		}
-		rel = strings.Join(parts, "/")
-	}
-	abs, _, _, err := l.r.read("file:" + l.env + ":" + rel)
-	if err != nil {
-		return "", err
-	}
-	if abs == "" {
-		return "", fmt.Errorf("template %s not found in saltenv '%s'", name, l.env)
-	}
-	return abs, nil
-}
-
-func (l tplLoader) Read(abs string) ([]byte, error) {
-	rel, err := l.r.c.roots.relOf(l.env, abs)
-	if err != nil {
-		return nil, err
-	}
-	_, _, src, err := l.r.read("file:" + l.env + ":" + rel)
-	return src, err
-}
-
-// compile runs one device's compile.
-func (c *Compiler) compile(req Request, k kind, highstate bool, d *device, snap *sync.Map) *entry {
-	r := &run{c: c, d: d, deps: map[string]bool{}, snap: snap}
+// compile runs one device's compile: the top file (a highstate), the SLS
+// files through package state, the requisite checks, and the salt://
+// sources inlined.
+func (c *Compiler) compile(req Request, k kind, highstate bool, d *device, cl *call) *entry {
+	r := &run{c: c, call: cl, d: d, deps: map[string]bool{}, files: map[string]fileRec{}, paths: map[string][2]string{}, keys: map[string][32]byte{}}
 	st := map[string]any{"saltenv": req.Saltenv, "mods": toAny(req.Mods)}
 	var errs []string
-	envMods := map[string][]string{}
-	var envs []string
+	var matches []state.EnvSLS
 	if highstate {
-		top, topErrs := r.top(req.Saltenv)
+		var topErrs []string
+		matches, topErrs = r.top(req.Saltenv)
 		errs = append(errs, topErrs...)
-		for env, mods := range top {
-			envs = append(envs, env)
-			envMods[env] = mods
-		}
-		sort.Slice(envs, func(i, j int) bool { return envs[i] == "base" || envs[i] < envs[j] && envs[j] != "base" })
 		if k == kindTop {
 			t := map[string]any{}
-			for env, mods := range top {
+			for env, mods := range state.Matched(matches) {
 				t[env] = toAny(mods)
 			}
 			st["top"] = t
 		}
-		if len(top) == 0 && len(errs) == 0 {
+		if len(matches) == 0 && len(errs) == 0 {
 			errs = append(errs, "No Top file or master_tops data matches found. Please see master log for details.")
 		}
 	} else {
-		envs = []string{req.Saltenv}
-		envMods[req.Saltenv] = req.Mods
+		matches = []state.EnvSLS{{Env: req.Saltenv, SLS: req.Mods}}
 	}
 	var low []state.Chunk
-	high := map[string]any{}
-	if k != kindTop {
-		for _, env := range envs {
-			h, l, e := stateCompile(r, env, envMods[env])
-			for id, v := range h {
-				high[id] = v
-			}
-			low = append(low, l...)
-			errs = append(errs, e...)
+	if k != kindTop && len(errs) == 0 {
+		var comp state.Compiled
+		if k == kindHigh {
+			comp = state.Highstate(r, matches)
+			st["high"] = comp.High
+		} else {
+			comp = state.CompileMatches(r, matches)
 		}
-		if len(errs) == 0 {
-			low = stateOrder(low)
-			errs = append(errs, stateCheck(low)...)
+		low = comp.Low
+		errs = append(errs, state.Strings(comp.Errors)...)
+		if len(errs) == 0 && k == kindApply {
+			// Salt's call_chunk fails such states as it reaches them; the
+			// issue asks for them to stop the run before anything runs.
+			errs = append(errs, state.Check(low)...)
 		}
-		if len(errs) == 0 && c.inline != nil && k == kindApply {
-			if err := c.inline(low, req.Saltenv, r.renderSource); err != nil {
+		if len(errs) == 0 && k == kindApply {
+			if err := c.fs.Inline(low, req.Saltenv, r.renderSource(defaultEnv(req.Saltenv))); err != nil {
 				errs = append(errs, err.Error())
 			}
+			r.recordInlined(low, defaultEnv(req.Saltenv))
 		}
-	}
-	switch k {
-	case kindHigh:
-		st["high"] = high
 	}
 	if k != kindTop {
 		l := make([]any, len(low))
@@ -642,122 +392,117 @@ func (c *Compiler) compile(req Request, k kind, highstate bool, d *device, snap 
 		deps = append(deps, d)
 	}
 	sort.Strings(deps)
-	return &entry{state: st, deps: deps, files: r.files}
+	files := make([]fileRec, 0, len(r.files))
+	for _, f := range r.files {
+		files = append(files, f)
+	}
+	return &entry{state: st, sum: canonSum(st), deps: deps, files: files}
 }
 
-// renderSource renders a `template: jinja` source (salt://url) for
-// the device, for Inline.
-func (r *run) renderSource(url string, src []byte) ([]byte, error) {
-	rel := strings.TrimPrefix(url, "salt://")
-	rel, _, _ = strings.Cut(rel, "?")
-	for d := range scanSet(r.c.scan(sha256.Sum256(src), src)) {
-		r.deps[d] = true
+func defaultEnv(env string) string {
+	if env == "" {
+		return "base"
 	}
-	env := "base"
-	for e := range r.c.roots {
-		if r.c.roots.filePath(e, rel) != "" {
-			env = e
-			break
+	return env
+}
+
+// topMemo is the merged top data of a call, by the renderings of the top
+// files it came from.
+type topMemo struct {
+	top  *state.Top
+	errs []string
+}
+
+// topEnvs are the environments whose top files are read, in Salt's order
+// (BaseHighState._get_envs and get_tops): saltenv alone when given, else
+// state_top_saltenv alone when set, else base, then the others by name,
+// or env_order's when set.
+func (c *Compiler) topEnvs(saltenv string) []string {
+	if saltenv != "" {
+		return []string{saltenv}
+	}
+	if c.top.StateTopSaltenv != "" {
+		return []string{c.top.StateTopSaltenv}
+	}
+	have := c.fs.Envs()
+	if len(c.top.EnvOrder) > 0 {
+		var out []string
+		seen := map[string]bool{}
+		for _, e := range c.top.EnvOrder {
+			if !seen[e] && contains(have, e) {
+				seen[e] = true
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	out := []string{"base"}
+	for _, e := range have {
+		if e != "base" && e != "__env__" {
+			out = append(out, e)
 		}
 	}
-	text, err := r.c.r.RenderText(url, src, render.Context{
-		Vars: r.vars(env, "", rel, url), Salt: r.c.saltFor(r.d), Files: tplLoader{r: r, env: env},
-	})
-	return []byte(text), err
+	return out
 }
 
-func scanSet(d []string) map[string]bool {
-	m := make(map[string]bool, len(d))
-	for _, x := range d {
-		m[x] = true
-	}
-	return m
-}
-
-// top renders the top files and returns the SLS names that match the
-// device, by saltenv (Salt's State.get_tops and top_matches in
-// salt/state.py; the merging strategy is Salt's default, merge: each
-// environment's SLS from the top file of its own name first, then base's).
-func (r *run) top(saltenv string) (map[string][]string, []string) {
-	envs := make([]string, 0, len(r.c.roots))
-	for env := range r.c.roots {
-		if saltenv == "" || env == saltenv {
-			envs = append(envs, env)
+func contains(l []string, x string) bool {
+	for _, y := range l {
+		if y == x {
+			return true
 		}
 	}
-	sort.Strings(envs)
-	out := map[string][]string{}
-	seen := map[string]bool{}
+	return false
+}
+
+// top renders the top files, merges them (top_file_merging_strategy) and
+// matches the device against their targets (Salt's get_tops, merge_tops
+// and top_matches in salt/state.py). Each target's match is a dependency
+// of the compile.
+func (r *run) top(saltenv string) ([]state.EnvSLS, []string) {
+	envs := r.c.topEnvs(saltenv)
+	name := strings.TrimPrefix(r.c.top.StateTop, "salt://")
+	tops := make([]state.TopFile, 0, len(envs))
 	var errs []string
-	for _, topEnv := range envs {
-		abs, rel, src, err := r.read("top:" + topEnv)
-		if err != nil {
-			errs = append(errs, err.Error())
-			continue
-		}
-		if abs == "" {
-			continue
-		}
-		entries, err := r.render(topEnv, "top", rel, abs, src)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("Rendering Primary Top file failed, render error: %v", err))
-			continue
-		}
-		for _, e := range entries {
-			env := e.ID
-			if saltenv != "" && env != saltenv {
-				continue
+	h := sha256.New()
+	for _, env := range envs {
+		l := r.read(lookupKey(lkFile, env, fileserver.CreateURL(name, "")))
+		tf := state.TopFile{Env: env}
+		switch {
+		case l.err != nil:
+			errs = append(errs, l.err.Error())
+		case l.rec.path != "":
+			entries, key, err := r.render(env, "", l)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("Rendering Primary Top file failed, render error: %v", err))
+				break
 			}
-			tgts, ok := e.Value.(map[string]any)
-			if !ok {
-				errs = append(errs, fmt.Sprintf("Top file %s: environment %s is not a dictionary of targets", rel, env))
-				continue
-			}
-			// Targets in the order written: the entries of a mapping
-			// decode as a map; sort for a stable order (Salt keeps the
-			// YAML order; the SLS order within a target is kept).
-			names := make([]string, 0, len(tgts))
-			for t := range tgts {
-				names = append(names, t)
-			}
-			sort.Strings(names)
-			for _, tgt := range names {
-				list, ok := tgts[tgt].([]any)
-				if !ok {
-					errs = append(errs, fmt.Sprintf("Top file %s: target %q in environment %s is not a list", rel, tgt, env))
-					continue
-				}
-				tgtType := "glob"
-				var mods []string
-				for _, x := range list {
-					switch x := x.(type) {
-					case string:
-						mods = append(mods, x)
-					case map[string]any:
-						if m, ok := x["match"].(string); ok {
-							tgtType = m
-						}
-					}
-				}
-				r.deps["m:"+tgtType+":"+tgt] = true
-				ok, err := r.c.match(r.d, tgtType, tgt, "")
-				if err != nil {
-					errs = append(errs, fmt.Sprintf("Top file %s: target %q: %v", rel, tgt, err))
-					continue
-				}
-				if !ok {
-					continue
-				}
-				for _, m := range mods {
-					if !seen[env+":"+m] {
-						seen[env+":"+m] = true
-						out[env] = append(out[env], m)
-					}
-				}
-			}
+			tf.File, tf.Entries = l.rec.path, entries
+			h.Write(key[:])
 		}
+		h.Write([]byte(env + "\x00"))
+		tops = append(tops, tf)
 	}
-	return out, errs
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	var key [32]byte
+	h.Sum(key[:0])
+	var tm *topMemo
+	if v, ok := r.call.tops.Load(key); ok {
+		tm = v.(*topMemo)
+	} else {
+		t, merrs := state.MergeTops(tops, r.c.top.TopFileMergingStrategy, r.c.top.DefaultTop)
+		t.Avail = r.c.fs.Envs()
+		tm = &topMemo{top: t, errs: append(merrs, t.Verify()...)}
+		r.call.tops.Store(key, tm)
+	}
+	if len(tm.errs) > 0 {
+		return nil, tm.errs
+	}
+	return tm.top.Match(saltenv, func(tgt, tgtType string) (bool, error) {
+		r.deps["m:"+tgtType+":"+tgt] = true
+		return r.c.match(r.d, tgtType, tgt, "")
+	})
 }
 
 func toAny(s []string) []any {

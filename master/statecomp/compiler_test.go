@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/halite-fleet/halite/master/fileserver"
 )
 
 func writeRoots(t testing.TB, files map[string]string) string {
@@ -106,26 +108,52 @@ func TestCompileHighstateShared(t *testing.T) {
 	}
 }
 
+// eventually compiles until ok says the result is the one wanted, for at
+// most a few file server lookup TTLs.
+func eventually(t *testing.T, c *Compiler, req Request, devs []Device, ok func([]*Result) bool) ([]*Result, Stats) {
+	t.Helper()
+	deadline := time.Now().Add(5 * fileserver.LookupTTL)
+	for {
+		res, st := c.Compile(req, devs)
+		if ok(res) || time.Now().After(deadline) {
+			return res, st
+		}
+		time.Sleep(fileserver.LookupTTL / 10)
+	}
+}
+
 func TestCompileFileChangeInvalidates(t *testing.T) {
 	dir := writeRoots(t, docRoots)
-	c := New(Options{FileRoots: map[string][]string{"base": {dir}}})
+	dir0 := t.TempDir() // an earlier root, empty for now
+	c := New(Options{FileRoots: map[string][]string{"base": {dir0, dir}}})
 	devs := []Device{{ID: "a", Grains: map[string]any{"os": "Debian"}}}
-	c.Compile(Request{Fun: "state.sls", Mods: []string{"web"}}, devs)
+	req := Request{Fun: "state.sls", Mods: []string{"web"}}
+	c.Compile(req, devs)
 	p := filepath.Join(dir, "web", "map.jinja")
 	if err := os.WriteFile(p, []byte(`{% set port = 443 %}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	old := time.Now().Add(-time.Hour) // even with the mtime put back
 	os.Chtimes(p, old, old)
-	res, st := c.Compile(Request{Fun: "state.sls", Mods: []string{"web"}}, devs)
-	if st.Compiled != 1 || !strings.Contains(fmt.Sprint(res[0].State["low"]), "port:443") {
-		t.Errorf("after the change: %d compiles, low %v; want 1 and port 443", st.Compiled, res[0].State["low"])
+	res, _ := eventually(t, c, req, devs, func(res []*Result) bool {
+		return strings.Contains(fmt.Sprint(res[0].State["low"]), "port:443")
+	})
+	if !strings.Contains(fmt.Sprint(res[0].State["low"]), "port:443") {
+		t.Errorf("after the change: low %v; want port 443", res[0].State["low"])
+	}
+	if _, st := c.Compile(req, devs); st.Compiled != 0 {
+		t.Errorf("unchanged files: %d compiles, want 0", st.Compiled)
 	}
 	// A new file in an earlier root shadows the old one.
-	dir0 := writeRoots(t, map[string]string{"web/conf.sls": "other:\n  test.nop: []\n"})
-	c2 := New(Options{FileRoots: map[string][]string{"base": {dir0, dir}}})
-	c.roots = c2.roots
-	res, _ = c.Compile(Request{Fun: "state.sls", Mods: []string{"web"}}, devs)
+	if err := os.MkdirAll(filepath.Join(dir0, "web"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir0, "web", "conf.sls"), []byte("other:\n  test.nop: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, _ = eventually(t, c, req, devs, func(res []*Result) bool {
+		return strings.Contains(fmt.Sprint(lowNames(res[0])), "test.nop other")
+	})
 	if !strings.Contains(fmt.Sprint(lowNames(res[0])), "test.nop other") {
 		t.Errorf("shadowing file not seen: %v", lowNames(res[0]))
 	}
@@ -218,5 +246,58 @@ func TestScanDeps(t *testing.T) {
 		if d := cmp.Diff(c.want, got); d != "" {
 			t.Errorf("%s: %s", c.src, d)
 		}
+	}
+}
+
+// TestTopTargetsInFileOrder: a top file's targets count in the order
+// written, not sorted (Salt reads the top file as an OrderedDict:
+// salt/state.py BaseHighState.top_matches).
+func TestTopTargetsInFileOrder(t *testing.T) {
+	dir := writeRoots(t, map[string]string{
+		"top.sls": "base:\n  'zeta*':\n    - z\n  '*':\n    - a\n",
+		"z.sls":   "zz:\n  test.nop: []\n",
+		"a.sls":   "aa:\n  test.nop: []\n",
+	})
+	c := New(Options{FileRoots: map[string][]string{"base": {dir}}})
+	res, _ := c.Compile(Request{Fun: "state.show_top"}, []Device{{ID: "zeta1"}})
+	if d := cmp.Diff(map[string]any{"base": []any{"z", "a"}}, res[0].State["top"]); d != "" {
+		t.Errorf("top: %s", d)
+	}
+}
+
+// TestInlineTemplatePerDevice: a file.managed source with template: jinja
+// is rendered for each device with its grains and the state's context
+// (salt/states/file.py managed, salt/modules/file.py get_managed), and a
+// change to the source file compiles again.
+func TestInlineTemplatePerDevice(t *testing.T) {
+	dir := writeRoots(t, map[string]string{
+		"motd.sls": "motd:\n  file.managed:\n    - name: /etc/motd\n    - source: salt://motd.j2\n    - template: jinja\n    - context:\n        greeting: hi\n",
+		"motd.j2":  "{{ greeting }} {{ grains['site'] }}\n",
+	})
+	c := New(Options{FileRoots: map[string][]string{"base": {dir}}})
+	devs := []Device{{ID: "a", Grains: map[string]any{"site": "north"}}, {ID: "b", Grains: map[string]any{"site": "south"}}, {ID: "c", Grains: map[string]any{"site": "north"}}}
+	req := Request{Fun: "state.sls", Mods: []string{"motd"}}
+	data := func(r *Result) string {
+		low := r.State["low"].([]any)
+		if len(low) != 1 {
+			t.Fatalf("low %v, errors %v", low, r.State["errors"])
+		}
+		f, _ := low[0].(map[string]any)["__files__"].(map[string]any)["salt://motd.j2"].(map[string]any)
+		b, _ := f["data"].([]byte)
+		return string(b)
+	}
+	res, st := c.Compile(req, devs)
+	if got := data(res[0]) + data(res[1]); got != "hi north\nhi south\n" {
+		t.Errorf("rendered sources: %q", got)
+	}
+	if st.Variants != 2 || res[0].Sum != res[2].Sum {
+		t.Errorf("got %d variants (a and c equal: %v), want 2", st.Variants, res[0].Sum == res[2].Sum)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "motd.j2"), []byte("{{ greeting }}, {{ grains['site'] }}!\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, _ = eventually(t, c, req, devs, func(res []*Result) bool { return data(res[1]) == "hi, south!\n" })
+	if got := data(res[1]); got != "hi, south!\n" {
+		t.Errorf("after the source changed: %q", got)
 	}
 }

@@ -8,6 +8,24 @@ import (
 	"github.com/nikolalohinski/gonja/v2/tokens"
 )
 
+// scan is scanDeps of a file, kept by its content.
+func (c *Compiler) scan(sum [32]byte, src []byte) []string {
+	c.mu.Lock()
+	d, ok := c.scans[sum]
+	c.mu.Unlock()
+	if ok {
+		return d
+	}
+	d = scanDeps(string(src))
+	c.mu.Lock()
+	if len(c.scans) > 8192 {
+		clear(c.scans)
+	}
+	c.scans[sum] = d
+	c.mu.Unlock()
+	return d
+}
+
 // Dependencies of a template on a device's inputs, as cache key parts:
 //
 //	g:<key>          the grain <key> (its whole top-level value)
