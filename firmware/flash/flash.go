@@ -20,6 +20,9 @@ import (
 	"github.com/halite-fleet/halite/protocol"
 )
 
+// trace prints each remote command's time (HALITE_FLASH_TRACE=1).
+var trace = os.Getenv("HALITE_FLASH_TRACE") != ""
+
 // Kinds of per-device failure: stable words for --out json and tests.
 const (
 	KindUnreachable    = "unreachable"
@@ -321,6 +324,9 @@ func (f *flasher) dial(ctx context.Context, t Target) (*ssh.Client, error) {
 // run runs cmd in a new session with stdin, returning stdout (at most
 // limit bytes) and stderr.
 func run(ctx context.Context, c *ssh.Client, cmd string, stdin io.Reader, limit int64) (string, string, error) {
+	if trace {
+		defer func(t time.Time) { fmt.Fprintf(os.Stderr, "halite-flash: %.3fs %.60q\n", time.Since(t).Seconds(), cmd) }(time.Now())
+	}
 	s, err := c.NewSession()
 	if err != nil {
 		return "", "", fmt.Errorf("open session: %w", err)
@@ -512,38 +518,62 @@ func (f *flasher) flash(ctx context.Context, t Target, r *Result) error {
 	return f.install(ctx, c, t, r, arch, bin, key)
 }
 
+// uploadScript receives the bundle on the device in one session: the text
+// files as lines ("@file NAME MODE", the lines, "@end TOKEN"), then
+// "@binary" and the agent binary's bytes, which cat takes as they come
+// (the shell's read consumes a pipe one byte at a time, never past a line).
+// No scp, sftp, tar or base64 is needed: dropbear devices often lack them.
+const uploadScript = `S=%s; T=%s
+rm -rf "$S" && mkdir -p "$S/init" "$S/keys" && chmod 700 "$S" || exit 1
+umask 077
+while IFS= read -r h; do
+	case $h in
+	"@file "*)
+		set -- $h
+		while IFS= read -r l && [ "$l" != "@end $T" ]; do printf '%%s\n' "$l"; done >"$S/$2" || exit 1
+		chmod "$3" "$S/$2"
+		;;
+	@binary) break ;;
+	*) echo "bad header: $h" >&2; exit 1 ;;
+	esac
+done
+cat >"$S/halite-agent.part" && mv -f "$S/halite-agent.part" "$S/halite-agent" && wc -c <"$S/halite-agent"
+`
+
 // install sends the bundle's files to a staging directory beside the
 // install directory and runs install.sh there.
 func (f *flasher) install(ctx context.Context, c *ssh.Client, t Target, r *Result, arch firmware.Arch, bin string, key firmware.DeviceKey) error {
 	stage := path.Join(f.o.Root+f.o.BinDir, ".halite-flash")
-	if _, stderr, err := run(ctx, c, "rm -rf "+shq(stage)+" && mkdir -p "+shq(stage+"/init")+" "+shq(stage+"/keys")+" && chmod 700 "+shq(stage), nil, 4096); err != nil {
-		return classify(fmt.Sprintf("make %s", stage), stderr, err)
-	}
-	defer run(context.WithoutCancel(ctx), c, "rm -rf "+shq(stage), nil, 0)
 	b := &firmware.Bundle{Arch: arch, Profile: f.o.Profile, Agent: bin, Keys: map[string]firmware.DeviceKey{r.ID: key}}
+	token := fmt.Sprintf("%x", time.Now().UnixNano())
+	var text bytes.Buffer
 	for _, file := range b.Files() {
-		var in io.Reader
-		var size int64
 		if file.Path != "" {
-			fh, err := os.Open(file.Path)
-			if err != nil {
-				return err
-			}
-			defer fh.Close()
-			fi, _ := fh.Stat()
-			in, size = fh, fi.Size()
-		} else {
-			in, size = bytes.NewReader(file.Data), int64(len(file.Data))
+			continue
 		}
-		dst := path.Join(stage, file.Name)
-		cmd := fmt.Sprintf("umask 077; cat > %s.part && mv -f %s.part %s && wc -c < %s", shq(dst), shq(dst), shq(dst), shq(dst))
-		out, stderr, err := run(ctx, c, cmd, in, 64)
-		if err != nil {
-			return classify("send "+file.Name, stderr, err)
+		fmt.Fprintf(&text, "@file %s %o\n", file.Name, file.Mode)
+		text.Write(file.Data)
+		if n := len(file.Data); n > 0 && file.Data[n-1] != '\n' {
+			text.WriteByte('\n')
 		}
-		if n, _ := strconv.ParseInt(strings.TrimSpace(out), 10, 64); n != size {
-			return fail(KindInstall, "send %s: the device has %s bytes, sent %d: retry", file.Name, strings.TrimSpace(out), size)
-		}
+		fmt.Fprintf(&text, "@end %s\n", token)
+	}
+	text.WriteString("@binary\n")
+	fh, err := os.Open(bin)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return err
+	}
+	out, stderr, err := run(ctx, c, fmt.Sprintf(uploadScript, shq(stage), token), io.MultiReader(&text, fh), 64)
+	if err != nil {
+		return classify("send the agent to "+stage, stderr, err)
+	}
+	if n, _ := strconv.ParseInt(strings.TrimSpace(out), 10, 64); n != fi.Size() {
+		return fail(KindInstall, "send the agent: the device has %s bytes, sent %d: retry", strings.TrimSpace(out), fi.Size())
 	}
 	args := []string{"sh", path.Join(stage, "install.sh"), "--move", "--bin-dir", f.o.BinDir, "--id", r.ID}
 	if f.o.Root != "" {
@@ -559,7 +589,8 @@ func (f *flasher) install(ctx context.Context, c *ssh.Client, t Target, r *Resul
 	for i, a := range args {
 		q[i] = shq(a)
 	}
-	out, stderr, err := run(ctx, c, strings.Join(q, " "), nil, 64<<10)
+	cmd := strings.Join(q, " ") + "; rc=$?; rm -rf " + shq(stage) + "; exit $rc"
+	out, stderr, err = run(ctx, c, cmd, nil, 64<<10)
 	last := lastLine(out)
 	if err == nil && strings.HasPrefix(last, "HALITE-INSTALL ok") {
 		for _, w := range strings.Fields(last) {

@@ -49,8 +49,8 @@ func (h *hostKeys) algorithms(addr string) []string {
 	}
 	tcp, _ := net.ResolveTCPAddr("tcp", addr)
 	var ke *knownhosts.KeyError
-	if err := cb(addr, tcp, probeKey{}); !errors.As(err, &ke) {
-		return nil
+	if err := cb(addr, tcp, probeKey{}); !errors.As(err, &ke) || len(ke.Want) == 0 {
+		return defaultHostKeyAlgorithms
 	}
 	var algs []string
 	for _, k := range ke.Want {
@@ -62,6 +62,15 @@ func (h *hostKeys) algorithms(addr string) []string {
 		}
 	}
 	return algs
+}
+
+// defaultHostKeyAlgorithms is the order asked of a host seen for the first
+// time: ed25519 first. Dropbear offers RSA even when it has no RSA host key
+// and then fails the handshake (dropbear 2022.83: "Failed assertion
+// (rsa.c:164)"), so RSA comes last.
+var defaultHostKeyAlgorithms = []string{
+	ssh.KeyAlgoED25519, ssh.KeyAlgoECDSA256, ssh.KeyAlgoECDSA384, ssh.KeyAlgoECDSA521,
+	ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA,
 }
 
 // probeKey is a key no host has, to list a host's recorded keys.

@@ -1,0 +1,462 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The flashing tests run real SSH servers (Debian's dropbear, what cameras
+// run, and OpenSSH; tools/ci/deps.sh installs both) on loopback, each in
+// its own mount namespace (unshare -m, so root is needed) where the
+// device's directory is bound on devMount: halite-flash --install-root
+// devMount then installs into that device's directory, and the agent it
+// starts through the SysV init script runs there too. Nothing is written
+// outside the tests' temporary directories but the empty devMount.
+const devMount = "/tmp/halite-flash-device"
+
+var flashBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// haliteFlash builds cmd/halite-flash once.
+func haliteFlash(t *testing.T) string {
+	t.Helper()
+	flashBin.once.Do(func() {
+		flashBin.path = filepath.Join(binDir, "halite-flash")
+		out, err := exec.Command("go", "build", "-o", flashBin.path, "../cmd/halite-flash").CombinedOutput()
+		if err != nil {
+			flashBin.err = fmt.Errorf("build halite-flash: %v\n%s", err, out)
+		}
+	})
+	if flashBin.err != nil {
+		t.Fatal(flashBin.err)
+	}
+	return flashBin.path
+}
+
+func needFlashDeps(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts SSH servers and agents")
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("the flashing tests start SSH servers in mount namespaces: run them as root")
+	}
+	for _, p := range []string{"/usr/sbin/dropbear", "/usr/bin/dropbearkey", "/usr/sbin/sshd", "/usr/bin/ssh-keygen", "/usr/bin/unshare"} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("%s is missing: run tools/ci/deps.sh (make test does)", p)
+		}
+	}
+	if err := os.MkdirAll(devMount, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sshDevice is one SSH server standing for a device.
+type sshDevice struct {
+	kind    string // dropbear or openssh
+	addr    string // 127.0.0.1:PORT
+	dir     string // the device's files (its / for the flasher)
+	hostPub string // "ssh-ed25519 AAAA..."
+	cmd     *exec.Cmd
+	log     *bytes.Buffer
+	mu      *sync.Mutex
+}
+
+// clientKey makes the operator's SSH key pair: the private key file and
+// the authorized_keys line.
+func clientKey(t *testing.T) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	key := filepath.Join(dir, "id_ed25519")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	pub, err := os.ReadFile(key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, string(pub)
+}
+
+// startDevice starts an SSH server of kind with its own host key and
+// authorized (the operator's public key), in a mount namespace where the
+// device's directory is on devMount. setup runs in the namespace before
+// the server (a small tmpfs, a read-only bind).
+func startDevice(t *testing.T, kind, authorized, setup string) *sshDevice {
+	t.Helper()
+	work := t.TempDir()
+	d := &sshDevice{kind: kind, dir: filepath.Join(work, "device"), log: new(bytes.Buffer), mu: new(sync.Mutex)}
+	os.MkdirAll(filepath.Join(d.dir, "etc", "init.d"), 0o755)
+	port := freeTCPPort(t)
+	d.addr = fmt.Sprintf("127.0.0.1:%d", port)
+	auth := filepath.Join(work, "authorized_keys")
+	os.WriteFile(auth, []byte(authorized), 0o600)
+	var script string
+	switch kind {
+	case "dropbear":
+		hk := filepath.Join(work, "dropbear_ed25519_host_key")
+		if out, err := exec.Command("dropbearkey", "-t", "ed25519", "-f", hk).CombinedOutput(); err != nil {
+			t.Fatalf("dropbearkey: %v\n%s", err, out)
+		}
+		out, err := exec.Command("dropbearkey", "-y", "-f", hk).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(l, "ssh-ed25519 ") {
+				f := strings.Fields(l)
+				d.hostPub = f[0] + " " + f[1]
+			}
+		}
+		// dropbear reads ~root/.ssh/authorized_keys: a tmpfs on /root,
+		// in the namespace only, holds the test's.
+		script = fmt.Sprintf(`mount -t tmpfs -o mode=0700 tmpfs /root && mkdir -m 700 /root/.ssh && cp %s /root/.ssh/authorized_keys &&
+exec /usr/sbin/dropbear -F -E -m -p %s -r %s -P %s`, auth, d.addr, hk, filepath.Join(work, "dropbear.pid"))
+	case "openssh":
+		hk := filepath.Join(work, "ssh_host_ed25519_key")
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", hk).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen: %v\n%s", err, out)
+		}
+		pub, _ := os.ReadFile(hk + ".pub")
+		f := strings.Fields(string(pub))
+		d.hostPub = f[0] + " " + f[1]
+		conf := filepath.Join(work, "sshd_config")
+		os.WriteFile(conf, []byte(fmt.Sprintf(`Port %d
+ListenAddress 127.0.0.1
+HostKey %s
+AuthorizedKeysFile %s
+PidFile %s
+StrictModes no
+UsePAM no
+PermitRootLogin yes
+PasswordAuthentication yes
+KbdInteractiveAuthentication no
+`, port, hk, auth, filepath.Join(work, "sshd.pid"))), 0o600)
+		// sshd needs its privilege separation directory, /run/sshd.
+		script = fmt.Sprintf(`mount -t tmpfs tmpfs /run && mkdir -m 755 /run/sshd && exec /usr/sbin/sshd -D -e -f %s`, conf)
+	default:
+		t.Fatalf("unknown ssh server %q", kind)
+	}
+	script = fmt.Sprintf("set -e\nmount --make-rprivate / && mount --bind %s %s\n%s\n%s", d.dir, devMount, setup, script)
+	d.cmd = exec.Command("unshare", "-m", "sh", "-c", script)
+	w := lockedWriter{d.mu, d.log}
+	d.cmd.Stdout, d.cmd.Stderr = w, w
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { d.cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		// The agent the device's init script started, then the server.
+		if b, err := os.ReadFile(filepath.Join(d.dir, "var", "run", "halite-agent.pid")); err == nil {
+			var pid int
+			if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 1 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		d.cmd.Process.Kill()
+		<-done
+		if t.Failed() {
+			d.mu.Lock()
+			t.Logf("%s %s log:\n%s", kind, d.addr, d.log.String())
+			d.mu.Unlock()
+			if b, err := os.ReadFile(filepath.Join(d.dir, "var", "log", "halite", "agent")); err == nil {
+				t.Logf("agent log on %s:\n%s", d.addr, b)
+			}
+		}
+	})
+	waitFor(t, 10*time.Second, kind+" listening", func() bool {
+		select {
+		case <-done:
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			t.Fatalf("%s exited:\n%s", kind, d.log.String())
+		default:
+		}
+		c, err := net.Dial("tcp", d.addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return d
+}
+
+// flashResult is one device's line of halite-flash ssh --out json.
+type flashResult struct {
+	Host, ID, Arch, Init, Status, Finger, Error, Detail string
+	Kind                                                string `json:"error_kind"`
+}
+
+// flashSSH runs halite-flash ssh against the cluster's master and returns
+// the results by host.
+func (c *cluster) flashSSH(env []string, args ...string) (map[string]flashResult, result) {
+	c.t.Helper()
+	bin := haliteFlash(c.t)
+	full := append([]string{"ssh", "-c", c.masterDir(), "--master", fmt.Sprintf("127.0.0.1:%d", c.port),
+		"--agent-binary", filepath.Join(binDir, "halite-agent"), "--install-root", devMount, "--init", "sysv",
+		"--out", "json", "-j", "8"}, args...)
+	cmd := exec.Command(bin, full...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{out.String(), errb.String(), 0}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		c.t.Fatal(err)
+	}
+	var doc struct{ Results []flashResult }
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		c.t.Fatalf("halite-flash ssh %v: exit %d, output is not JSON: %v\n%s\nstderr: %s", args, r.code, err, out.String(), errb.String())
+	}
+	m := map[string]flashResult{}
+	for _, fr := range doc.Results {
+		m[fr.Host] = fr
+	}
+	return m, r
+}
+
+func writeInventory(t *testing.T, lines ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "inventory")
+	os.WriteFile(p, []byte("# devices\n"+strings.Join(lines, "\n")+"\n"), 0o644)
+	return p
+}
+
+// keyLists returns halite-key -L --out json.
+func (c *cluster) keyLists() map[string][]string {
+	c.t.Helper()
+	m, _ := c.jsonOut("halite-key", "-L")
+	out := map[string][]string{}
+	for k, v := range m {
+		l, _ := v.([]any)
+		for _, id := range l {
+			out[k] = append(out[k], fmt.Sprint(id))
+		}
+		sort.Strings(out[k])
+	}
+	return out
+}
+
+// TestFlashSSH flashes a dropbear device and an OpenSSH device at once:
+// host keys are recorded (first sight, --accept-new-hostkeys), the agents
+// are installed under the devices' roots with the SysV init script, start,
+// and come up accepted: no key was ever pending, and the accepted key is
+// the one on the device. A second run skips both (the state file).
+func TestFlashSSH(t *testing.T) {
+	needFlashDeps(t)
+	key, authorized := clientKey(t)
+	db := startDevice(t, "dropbear", authorized, "")
+	ossh := startDevice(t, "openssh", authorized, "")
+	c := newCluster(t, "")
+	c.startMaster()
+	work := t.TempDir()
+	known := filepath.Join(work, "known_hosts")
+	state := filepath.Join(work, "state")
+	inv := writeInventory(t, db.addr+" id=cam-db", ossh.addr+" id=gw-ossh")
+
+	res, r := c.flashSSH(nil, "--inventory", inv, "--key", key, "--known-hosts", known, "--accept-new-hostkeys", "--state", state)
+	if r.code != 0 {
+		t.Fatalf("halite-flash ssh: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, d := range []*sshDevice{db, ossh} {
+		fr := res[d.addr]
+		if fr.Status != "ok" || fr.Arch != "amd64" || fr.Init != "sysv" {
+			t.Errorf("%s (%s): got %+v, want ok amd64 sysv", d.addr, d.kind, fr)
+		}
+	}
+	c.waitUp("cam-db", "gw-ossh")
+	keys := c.keyLists()
+	if got := strings.Join(keys["minions"], ","); got != "cam-db,gw-ossh" {
+		t.Errorf("accepted keys: got %q, want cam-db,gw-ossh", got)
+	}
+	if len(keys["minions_pre"]) != 0 || len(keys["minions_denied"]) != 0 {
+		t.Errorf("pending or denied keys after flashing: %v", keys)
+	}
+	// The accepted key is the device's, and the master's key is pinned.
+	fingers, _ := c.jsonOut("halite-key", "-f", "*")
+	acc, _ := fingers["minions"].(map[string]any)
+	for id, d := range map[string]*sshDevice{"cam-db": db, "gw-ossh": ossh} {
+		if acc[id] != res[d.addr].Finger || acc[id] == "" {
+			t.Errorf("%s: master accepted %v, flasher reported %q", id, acc[id], res[d.addr].Finger)
+		}
+		conf, err := readFile(filepath.Join(d.dir, "etc", "halite", "agent"))
+		if err != nil || !strings.Contains(conf, "master_finger: ") || !strings.Contains(conf, "id: "+id) {
+			t.Errorf("%s: config %q (%v): want master_finger and id", id, conf, err)
+		}
+		if _, err := readFile(filepath.Join(d.dir, "etc", "halite", "pki", "agent", "minion.pem")); err != nil {
+			t.Errorf("%s: no key on the device: %v", id, err)
+		}
+		if _, err := readFile(filepath.Join(d.dir, "usr", "bin", ".halite-flash", "install.sh")); err == nil {
+			t.Errorf("%s: staging directory left behind", id)
+		}
+	}
+	kh, _ := readFile(known)
+	if n := strings.Count(kh, "\n"); n != 2 || !strings.Contains(kh, strings.Fields(db.hostPub)[1]) || !strings.Contains(kh, strings.Fields(ossh.hostPub)[1]) {
+		t.Errorf("known_hosts after first sight: %d lines, want both host keys:\n%s", n, kh)
+	}
+	if rets, r := c.jsonOut("halite", "*", "test.ping"); rets["cam-db"] != true || rets["gw-ossh"] != true {
+		t.Errorf("test.ping: exit %d, %v", r.code, rets)
+	}
+
+	// Resume: both are in the state file, so skipped.
+	res, r = c.flashSSH(nil, "--inventory", inv, "--key", key, "--known-hosts", known, "--state", state)
+	for _, d := range []*sshDevice{db, ossh} {
+		if res[d.addr].Status != "skipped" {
+			t.Errorf("second run, %s: got %+v, want skipped", d.addr, res[d.addr])
+		}
+	}
+	if r.code != 0 {
+		t.Errorf("second run: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+func readFile(p string) (string, error) {
+	b, err := os.ReadFile(p)
+	return string(b), err
+}
+
+// tree lists every file under dir with its size and mode, to show that a
+// run changed nothing.
+func tree(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		fi, _ := d.Info()
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(&b, "%s %v %d\n", rel, fi.Mode(), fi.Size())
+		return nil
+	})
+	return b.String()
+}
+
+// TestFlashRefusals: each device fails for its own reason, with a message
+// that says what to do, and the batch goes on: a changed host key (refused,
+// nothing sent), an unknown one without --accept-new-hostkeys, no space (a
+// 2 MiB tmpfs under the install directory), a read-only install directory,
+// while a good device in the same run is flashed. Then a wrong password.
+// A failed device is tried again by the next run; the done one is skipped.
+func TestFlashRefusals(t *testing.T) {
+	needFlashDeps(t)
+	key, authorized := clientKey(t)
+	changed := startDevice(t, "dropbear", authorized, "")
+	unknown := startDevice(t, "openssh", authorized, "")
+	full := startDevice(t, "dropbear", authorized, "mkdir -p "+devMount+"/usr/bin && mount -t tmpfs -o size=2m tmpfs "+devMount+"/usr/bin")
+	ro := startDevice(t, "openssh", authorized, "mkdir -p "+devMount+"/usr/bin && mount --bind "+devMount+"/usr/bin "+devMount+"/usr/bin && mount -o remount,bind,ro "+devMount+"/usr/bin")
+	good := startDevice(t, "dropbear", authorized, "")
+	c := newCluster(t, "")
+	c.startMaster()
+	work := t.TempDir()
+	known := filepath.Join(work, "known_hosts")
+	state := filepath.Join(work, "state")
+	_, otherKey := clientKey(t) // an ed25519 key that is not changed's host key
+	f := strings.Fields(otherKey)
+	lines := []string{}
+	for _, d := range []*sshDevice{changed, full, ro, good} {
+		pub := d.hostPub
+		if d == changed {
+			pub = f[0] + " " + f[1]
+		}
+		_, port, _ := net.SplitHostPort(d.addr)
+		lines = append(lines, fmt.Sprintf("[127.0.0.1]:%s %s", port, pub))
+	}
+	os.WriteFile(known, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+	before := tree(t, changed.dir)
+	inv := writeInventory(t, changed.addr+" id=changed", unknown.addr+" id=unknown", full.addr+" id=full", ro.addr+" id=ro", good.addr+" id=good")
+
+	res, r := c.flashSSH(nil, "--inventory", inv, "--key", key, "--known-hosts", known, "--state", state)
+	if r.code != 1 {
+		t.Errorf("exit %d, want 1 (some devices failed)", r.code)
+	}
+	want := []struct {
+		d          *sshDevice
+		kind, text string
+	}{
+		{changed, "hostkey-changed", "HOST KEY CHANGED"},
+		{unknown, "hostkey-unknown", "--accept-new-hostkeys"},
+		{full, "nospace", "no space"},
+		{ro, "readonly", "not writable"},
+	}
+	for _, w := range want {
+		got := res[w.d.addr]
+		if got.Status != "failed" || got.Kind != w.kind || !strings.Contains(got.Error, w.text) {
+			t.Errorf("%s: got %+v, want failed %s with %q", w.d.addr, got, w.kind, w.text)
+		}
+	}
+	if got := res[good.addr]; got.Status != "ok" {
+		t.Errorf("the good device in the same batch: %+v", got)
+	}
+	if after := tree(t, changed.dir); after != before {
+		t.Errorf("the device with a changed host key was written to:\nbefore\n%s\nafter\n%s", before, after)
+	}
+	kh, _ := readFile(known)
+	if strings.Contains(kh, strings.Fields(unknown.hostPub)[1]) {
+		t.Errorf("an unknown host key was recorded without --accept-new-hostkeys")
+	}
+	c.waitUp("good")
+	keys := c.keyLists()
+	if strings.Join(keys["minions"], ",") != "good" {
+		t.Errorf("accepted keys: %v, want good only", keys)
+	}
+
+	// Resume: good is skipped, the others are tried again.
+	res, _ = c.flashSSH(nil, "--inventory", inv, "--key", key, "--known-hosts", known, "--state", state)
+	if res[good.addr].Status != "skipped" || res[full.addr].Kind != "nospace" {
+		t.Errorf("second run: good %+v, full %+v; want skipped, nospace", res[good.addr], res[full.addr])
+	}
+
+	// A wrong password.
+	res, _ = c.flashSSH([]string{"HALITE_TEST_PW=not-the-password"}, good.addr, "--password-env", "HALITE_TEST_PW", "--known-hosts", known, "--state", "")
+	if got := res[good.addr]; got.Kind != "auth" || !strings.Contains(got.Error, "wrong password") {
+		t.Errorf("wrong password: got %+v, want auth: wrong password", got)
+	}
+}
+
+// TestFlashDryRun: --dry-run connects, probes and says what it would do;
+// the device, the master's keys and the known_hosts file are unchanged.
+func TestFlashDryRun(t *testing.T) {
+	needFlashDeps(t)
+	key, authorized := clientKey(t)
+	d := startDevice(t, "dropbear", authorized, "")
+	c := newCluster(t, "")
+	c.startMaster()
+	known := filepath.Join(t.TempDir(), "known_hosts")
+	_, port, _ := net.SplitHostPort(d.addr)
+	os.WriteFile(known, []byte(fmt.Sprintf("[127.0.0.1]:%s %s\n", port, d.hostPub)), 0o600)
+	before, khBefore := tree(t, d.dir), tree(t, filepath.Dir(known))
+	keysBefore := c.keyLists()
+	res, r := c.flashSSH(nil, d.addr, "--key", key, "--known-hosts", known, "--dry-run")
+	got := res[d.addr]
+	if r.code != 0 || got.Status != "dry-run" || !strings.Contains(got.Detail, "would send amd64 agent") {
+		t.Errorf("dry run: exit %d, %+v", r.code, got)
+	}
+	if after := tree(t, d.dir); after != before {
+		t.Errorf("dry run changed the device:\nbefore\n%s\nafter\n%s", before, after)
+	}
+	if after := tree(t, filepath.Dir(known)); after != khBefore {
+		t.Errorf("dry run changed known_hosts or wrote a state file:\n%s", after)
+	}
+	if fmt.Sprint(c.keyLists()) != fmt.Sprint(keysBefore) {
+		t.Errorf("dry run changed the master's keys: %v", c.keyLists())
+	}
+}
