@@ -460,3 +460,89 @@ func TestFlashDryRun(t *testing.T) {
 		t.Errorf("dry run changed the master's keys: %v", c.keyLists())
 	}
 }
+
+// TestBundlePreseedBusyBox: halite-flash bundle --preseed writes two key
+// pairs into the stopped master's key store (accepted: Salt's preseeded
+// keys) and a tarball; install.sh, run by BusyBox's sh with only BusyBox's
+// applets on PATH, installs the agent, its configuration (master_finger
+// pinned) and the SysV init script under a fake root and starts it; the
+// agent comes up accepted, without any halite-key step.
+func TestBundlePreseedBusyBox(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a master and an agent")
+	}
+	bb, err := exec.LookPath("busybox")
+	if err != nil {
+		t.Fatal("busybox is not installed: run tools/ci/deps.sh (make test does)")
+	}
+	c := newCluster(t, "")
+	c.startMaster() // makes the master's key
+	c.stop(c.master)
+	work := t.TempDir()
+	tgz := filepath.Join(work, "cams.tar.gz")
+	r := runCmd(t, strings.TrimPrefix(haliteFlash(t), binDir+"/"), "bundle", "-c", c.masterDir(), "--arch", "amd64",
+		"--master", fmt.Sprintf("127.0.0.1:%d", c.port), "--preseed", "2", "--id-prefix", "cam",
+		"--agent-binary", filepath.Join(binDir, "halite-agent"), "--out", tgz)
+	if r.code != 0 || !strings.Contains(r.stdout, "2 preseeded keys accepted (cam-001 .. cam-002)") {
+		t.Fatalf("bundle: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if out, err := exec.Command("tar", "-C", work, "-xzf", tgz).CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v\n%s", err, out)
+	}
+	dir := filepath.Join(work, "cams")
+	for _, f := range []string{"install.sh", "agent", "halite-agent", "init/halite-agent.service", "init/halite-agent.init", "init/halite-agent.procd", "keys/cam-001.pem", "keys/cam-002.pub"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("bundle lacks %s: %v", f, err)
+		}
+	}
+	for _, sh := range [][]string{{"sh", "-n"}, {bb, "sh", "-n"}} {
+		if out, err := exec.Command(sh[0], append(sh[1:], filepath.Join(dir, "install.sh"))...).CombinedOutput(); err != nil {
+			t.Errorf("%v install.sh: %v\n%s", sh, err, out)
+		}
+	}
+	c.startMaster()
+	// BusyBox's applets only.
+	applets := filepath.Join(work, "bin")
+	os.MkdirAll(applets, 0o755)
+	if out, err := exec.Command(bb, "--install", "-s", applets).CombinedOutput(); err != nil {
+		t.Fatalf("busybox --install: %v\n%s", err, out)
+	}
+	root := filepath.Join(work, "root")
+	os.MkdirAll(filepath.Join(root, "etc", "init.d"), 0o755)
+	cmd := exec.Command(bb, "sh", filepath.Join(dir, "install.sh"), "--root", root, "--id", "cam-001")
+	cmd.Env = []string{"PATH=" + applets}
+	out, err := cmd.CombinedOutput()
+	pidFile := filepath.Join(root, "var", "run", "halite-agent.pid")
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			var pid int
+			if fmt.Sscan(string(b), &pid); pid > 1 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	if err != nil || !strings.Contains(string(out), "HALITE-INSTALL ok id=cam-001 arch=amd64 init=sysv") {
+		t.Fatalf("busybox sh install.sh: %v\n%s", err, out)
+	}
+	conf, _ := readFile(filepath.Join(root, "etc", "halite", "agent"))
+	if !strings.Contains(conf, "master_finger: \"") || !strings.Contains(conf, "id: cam-001") || !strings.Contains(conf, "root_dir: "+root) {
+		t.Errorf("installed config:\n%s", conf)
+	}
+	if l, err := os.Readlink(filepath.Join(root, "etc", "init.d", "S95halite-agent")); err != nil || l != "halite-agent" {
+		t.Errorf("boot link: %q %v", l, err)
+	}
+	c.waitUp("cam-001")
+	keys := c.keyLists()
+	if strings.Join(keys["minions"], ",") != "cam-001,cam-002" || len(keys["minions_pre"]) != 0 {
+		t.Errorf("keys: %v, want cam-001 and cam-002 accepted, none pending", keys)
+	}
+	if rets, r := c.jsonOut("halite", "cam-001", "test.ping"); rets["cam-001"] != true {
+		t.Errorf("test.ping: exit %d, %v", r.code, rets)
+	}
+	// A bundle with two keys needs --id.
+	cmd = exec.Command(bb, "sh", filepath.Join(dir, "install.sh"), "--root", filepath.Join(work, "root2"), "--no-start")
+	cmd.Env = []string{"PATH=" + applets}
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "give --id, one of: cam-001 cam-002") {
+		t.Errorf("install.sh without --id in a two-key bundle: %v\n%s", err, out)
+	}
+}
