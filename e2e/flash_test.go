@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -208,9 +209,12 @@ type flashResult struct {
 func (c *cluster) flashSSH(env []string, args ...string) (map[string]flashResult, result) {
 	c.t.Helper()
 	bin := haliteFlash(c.t)
-	full := append([]string{"ssh", "-c", c.masterDir(), "--master", fmt.Sprintf("127.0.0.1:%d", c.port),
-		"--agent-binary", filepath.Join(binDir, "halite-agent"), "--install-root", devMount, "--init", "sysv",
-		"--out", "json", "-j", "8"}, args...)
+	full := []string{"ssh", "-c", c.masterDir(), "--master", fmt.Sprintf("127.0.0.1:%d", c.port),
+		"--install-root", devMount, "--out", "json", "-j", "8"}
+	if !slices.Contains(args, "--arch") {
+		full = append(full, "--agent-binary", filepath.Join(binDir, "halite-agent"), "--init", "sysv")
+	}
+	full = append(full, args...)
 	cmd := exec.Command(bin, full...)
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
@@ -544,5 +548,96 @@ func TestBundlePreseedBusyBox(t *testing.T) {
 	cmd.Env = []string{"PATH=" + applets}
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "give --id, one of: cam-001 cam-002") {
 		t.Errorf("install.sh without --id in a two-key bundle: %v\n%s", err, out)
+	}
+}
+
+// TestFlashThroughput is the figure in docs/BENCHMARKS.md: devices flashed
+// per minute against N local dropbear servers (HALITE_FLASH_BENCH=N; skipped
+// without it), -j N, each device getting the e2e agent build, installed and
+// started with the SysV script, and enrolled with a real master. It reports
+// the run's wall time and the time until manage.up lists every device.
+//
+//	HALITE_FLASH_BENCH=20 go test -count=1 -run TestFlashThroughput -v ./e2e/
+func TestFlashThroughput(t *testing.T) {
+	n := 0
+	fmt.Sscan(os.Getenv("HALITE_FLASH_BENCH"), &n)
+	if n <= 0 {
+		t.Skip("set HALITE_FLASH_BENCH=N to flash N local dropbear servers")
+	}
+	needFlashDeps(t)
+	key, authorized := clientKey(t)
+	c := newCluster(t, "")
+	c.startMaster()
+	var lines, ids []string
+	for i := range n {
+		d := startDevice(t, "dropbear", authorized, "")
+		id := fmt.Sprintf("bench-%02d", i)
+		lines = append(lines, d.addr+" id="+id)
+		ids = append(ids, id)
+	}
+	inv := writeInventory(t, lines...)
+	known := filepath.Join(t.TempDir(), "known_hosts")
+	fi, _ := os.Stat(filepath.Join(binDir, "halite-agent"))
+	start := time.Now()
+	res, r := c.flashSSH(nil, "--inventory", inv, "--key", key, "--known-hosts", known, "--accept-new-hostkeys", "--state", "", "-j", fmt.Sprint(n))
+	flashed := time.Since(start)
+	ok := 0
+	for _, fr := range res {
+		if fr.Status == "ok" {
+			ok++
+		}
+	}
+	if ok != n {
+		t.Fatalf("%d of %d flashed: exit %d\n%s", ok, n, r.code, r.stdout)
+	}
+	c.waitUp(ids...)
+	up := time.Since(start)
+	t.Logf("flashed %d devices (agent %d bytes each, -j %d) in %v: %.0f devices/minute; all up (accepted, manage.up) after %v",
+		n, fi.Size(), n, flashed.Round(time.Millisecond), float64(n)/flashed.Minutes(), up.Round(time.Millisecond))
+}
+
+// TestFlashARMv7UnderQEMU: halite-flash builds the linux/arm v7 agent from
+// source with the Makefile's flags (--arch armv7, no binary given), sends it
+// to a dropbear device with its key, and that agent, run under qemu-arm
+// from the device's files, enrols accepted with no pending step.
+func TestFlashARMv7UnderQEMU(t *testing.T) {
+	needFlashDeps(t)
+	qemu, err := exec.LookPath("qemu-arm-static")
+	if err != nil {
+		if qemu, err = exec.LookPath("qemu-arm"); err != nil {
+			t.Fatal("qemu-arm is not installed: run tools/ci/deps.sh (make test does)")
+		}
+	}
+	key, authorized := clientKey(t)
+	d := startDevice(t, "dropbear", authorized, "")
+	c := newCluster(t, "")
+	c.startMaster()
+	known := filepath.Join(t.TempDir(), "known_hosts")
+	cache := t.TempDir()
+	res, r := c.flashSSH([]string{"XDG_CACHE_HOME=" + cache}, d.addr, "--key", key, "--known-hosts", known, "--accept-new-hostkeys",
+		"--state", "", "--arch", "armv7", "--init", "none", "--timeout", "10m")
+	fr := res[d.addr]
+	if r.code != 0 || fr.Status != "ok" || fr.Arch != "armv7" {
+		t.Fatalf("flash armv7: exit %d, %+v\n%s", r.code, fr, r.stderr)
+	}
+	built := filepath.Join(cache, "halite-flash", "linux-armv7", "halite-agent")
+	fi, err := os.Stat(built)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("armv7 agent built by halite-flash: %d bytes", fi.Size())
+	// The agent runs where the device's files are: devMount in a mount
+	// namespace, as the SSH server saw them.
+	p := c.startRaw("unshare", "-m", "sh", "-c", fmt.Sprintf("mount --make-rprivate / && mount --bind %s %s && exec %s %s/usr/bin/halite-agent -c %s/etc/halite -l info",
+		d.dir, devMount, qemu, devMount, devMount))
+	c.agents["armcam"] = p
+	c.waitUp(fr.ID)
+	keys := c.keyLists()
+	if len(keys["minions_pre"]) != 0 || !slices.Contains(keys["minions"], fr.ID) {
+		t.Errorf("keys: %v, want %s accepted, none pending", keys, fr.ID)
+	}
+	rets, _ := c.jsonOut("halite", fr.ID, "grains.item", "cpuarch")
+	if g, _ := rets[fr.ID].(map[string]any); g["cpuarch"] != "armv7l" && g["cpuarch"] != "arm" {
+		t.Errorf("cpuarch of the flashed agent: %v", rets)
 	}
 }
