@@ -157,16 +157,13 @@ func Run(ctx context.Context, o Options, targets []Target) ([]Result, error) {
 	for i := range targets {
 		select {
 		case idx <- i:
+			continue
 		case <-ctx.Done():
 		}
-		if ctx.Err() != nil {
-			for j := i; j < len(targets); j++ {
-				if results[j].Status == "" {
-					results[j] = Result{Addr: targets[j].Addr, Status: StatusFailed, Kind: KindOther, Error: "not tried: the run was interrupted"}
-				}
-			}
-			break
+		for j := i; j < len(targets); j++ { // never handed to a worker
+			results[j] = Result{Addr: targets[j].Addr, Status: StatusFailed, Kind: KindOther, Error: "not tried: the run was interrupted; run again to go on"}
 		}
+		break
 	}
 	close(idx)
 	wg.Wait()
