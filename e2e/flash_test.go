@@ -286,6 +286,7 @@ func TestFlashSSH(t *testing.T) {
 			t.Errorf("%s (%s): got %+v, want ok amd64 sysv", d.addr, d.kind, fr)
 		}
 	}
+	first := res
 	c.waitUp("cam-db", "gw-ossh")
 	keys := c.keyLists()
 	if got := strings.Join(keys["minions"], ","); got != "cam-db,gw-ossh" {
@@ -330,6 +331,27 @@ func TestFlashSSH(t *testing.T) {
 	if r.code != 0 {
 		t.Errorf("second run: exit %d\n%s", r.code, r.stderr)
 	}
+
+	// Flashing again without the state file (an upgrade): the running
+	// agent is stopped and replaced, the device keeps its key, which the
+	// master still accepts, and the agent comes back.
+	again, r := c.flashSSH(nil, "--inventory", inv, "--key", key, "--known-hosts", known, "--state", "")
+	for _, d := range []*sshDevice{db, ossh} {
+		if got := again[d.addr]; got.Status != "ok" || got.Finger != first[d.addr].Finger {
+			t.Errorf("re-flash %s: got %+v", d.addr, got)
+		}
+	}
+	if r.code != 0 {
+		t.Errorf("re-flash: exit %d\n%s", r.code, r.stderr)
+	}
+	fingers2, _ := c.jsonOut("halite-key", "-f", "*")
+	if fmt.Sprint(fingers2["minions"]) != fmt.Sprint(fingers["minions"]) {
+		t.Errorf("re-flash changed the accepted keys: %v, was %v", fingers2["minions"], fingers["minions"])
+	}
+	waitFor(t, 30*time.Second, "test.ping after the re-flash", func() bool {
+		rets, _ := c.jsonOut("halite", "*", "test.ping")
+		return rets["cam-db"] == true && rets["gw-ossh"] == true
+	})
 }
 
 func readFile(p string) (string, error) {
