@@ -1,6 +1,10 @@
 package firmware
 
 import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -102,4 +106,42 @@ func TestAgentConfig(t *testing.T) {
 			t.Errorf("relay config lacks %q:\n%s", want, got)
 		}
 	}
+}
+
+// TestSourceChecksELF: a given agent binary must be a Linux executable of
+// the architecture asked, so a camera is never sent an amd64 file.
+func TestSourceChecksELF(t *testing.T) {
+	self, err := os.Executable() // this test binary: linux/amd64 here
+	if err != nil {
+		t.Skip(err)
+	}
+	native := map[string]string{"amd64": "amd64", "arm64": "arm64"}[runtime.GOARCH]
+	if native == "" {
+		t.Skip("runs on amd64 or arm64")
+	}
+	ctx := context.Background()
+	if _, err := (Source{Binary: self}).AgentBinary(ctx, mustArch(t, native)); err != nil {
+		t.Errorf("the native binary for %s: %v", native, err)
+	}
+	if _, err := (Source{Binary: self}).AgentBinary(ctx, mustArch(t, "armv7")); err == nil || !strings.Contains(err.Error(), "not armv7") {
+		t.Errorf("a %s binary given for armv7: got %v", native, err)
+	}
+	dist := t.TempDir()
+	if _, err := (Source{Dist: dist}).AgentBinary(ctx, mustArch(t, "mipsle")); err == nil || !strings.Contains(err.Error(), "make cross") {
+		t.Errorf("a dist without mipsle: got %v", err)
+	}
+	notELF := filepath.Join(dist, "x")
+	os.WriteFile(notELF, []byte("#!/bin/sh\n"), 0o755)
+	if _, err := (Source{Binary: notELF}).AgentBinary(ctx, mustArch(t, native)); err == nil || !strings.Contains(err.Error(), "not an ELF") {
+		t.Errorf("a script as the agent: got %v", err)
+	}
+}
+
+func mustArch(t *testing.T, name string) Arch {
+	t.Helper()
+	a, err := LookupArch(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
