@@ -458,7 +458,8 @@ func TestFlashRefusals(t *testing.T) {
 	}
 }
 
-// TestFlashDryRun: --dry-run connects, probes and says what it would do;
+// TestFlashDryRun: --dry-run connects, probes and says what it would do
+// (here with the id read from a file on the device, --id-from file:PATH);
 // the device, the master's keys and the known_hosts file are unchanged.
 func TestFlashDryRun(t *testing.T) {
 	needFlashDeps(t)
@@ -469,11 +470,12 @@ func TestFlashDryRun(t *testing.T) {
 	known := filepath.Join(t.TempDir(), "known_hosts")
 	_, port, _ := net.SplitHostPort(d.addr)
 	os.WriteFile(known, []byte(fmt.Sprintf("[127.0.0.1]:%s %s\n", port, d.hostPub)), 0o600)
+	os.WriteFile(filepath.Join(d.dir, "etc", "halite-id"), []byte("cam-from-file\n"), 0o644)
 	before, khBefore := tree(t, d.dir), tree(t, filepath.Dir(known))
 	keysBefore := c.keyLists()
-	res, r := c.flashSSH(nil, d.addr, "--key", key, "--known-hosts", known, "--dry-run")
+	res, r := c.flashSSH(nil, d.addr, "--key", key, "--known-hosts", known, "--dry-run", "--id-from", "file:/etc/halite-id")
 	got := res[d.addr]
-	if r.code != 0 || got.Status != "dry-run" || !strings.Contains(got.Detail, "would send amd64 agent") {
+	if r.code != 0 || got.Status != "dry-run" || got.ID != "cam-from-file" || !strings.Contains(got.Detail, "would send amd64 agent") {
 		t.Errorf("dry run: exit %d, %+v", r.code, got)
 	}
 	if after := tree(t, d.dir); after != before {

@@ -299,7 +299,7 @@ func (f *flasher) dial(ctx context.Context, t Target) (*ssh.Client, error) {
 		case errors.As(err, &he):
 			return nil, fail(KindHostKeyUnknown, "%s", he.Error())
 		case strings.Contains(err.Error(), "unable to authenticate"):
-			how := "the password in $" + "VAR"
+			var how string
 			switch {
 			case len(f.o.Signers) > 0 && f.o.Password != "":
 				how = "--key and the --password-env password"
@@ -371,10 +371,12 @@ type Probe struct {
 	Dir                                 string // the directory probed for space and writing
 	FreeKiB                             int64  // -1: unknown
 	Key                                 []byte // pki/minion.pem, if any
+	MAC                                 string // the first interface's address
+	IDFile                              string // the first line of --id-from file:PATH
 }
 
 // probeScript prints what Probe holds, in sections.
-const probeScript = `R=%s; B=%s
+const probeScript = `R=%s; B=%s; F=%s
 echo @uname; uname -m
 echo @cpuinfo; head -n 60 /proc/cpuinfo 2>/dev/null
 echo @endian; od -An -tu1 -j5 -N1 /bin/sh 2>/dev/null || hexdump -s5 -n1 -e '1/1 "%%u"' /bin/sh 2>/dev/null; echo
@@ -390,6 +392,8 @@ elif [ -f "$R/etc/rc.common" ] || [ -x "$R/sbin/procd" ]; then echo procd
 elif [ -d "$R/etc/init.d" ]; then echo sysv
 else echo none; fi
 echo @key; cat "$R/etc/halite/pki/agent/minion.pem" 2>/dev/null
+echo @mac; for a in /sys/class/net/*/address; do m=$(cat "$a" 2>/dev/null); case $m in '' | 00:00:00:00:00:00) ;; *) echo "$m"; break ;; esac; done
+echo @idfile; [ -n "$F" ] && head -n 1 "$F" 2>/dev/null; echo
 echo @end
 `
 
@@ -419,6 +423,8 @@ func parseProbe(out string) (Probe, error) {
 		p.Key = []byte(k + "\n")
 	}
 	p.FreeKiB = parseDF(sec["df"])
+	p.MAC = strings.ToLower(strings.ReplaceAll(strings.TrimSpace(sec["mac"]), ":", ""))
+	p.IDFile = strings.TrimSpace(sec["idfile"])
 	return p, nil
 }
 
@@ -447,7 +453,11 @@ func (f *flasher) flash(ctx context.Context, t Target, r *Result) error {
 		return err
 	}
 	defer c.Close()
-	out, stderr, err := run(ctx, c, fmt.Sprintf(probeScript, shq(f.o.Root), shq(f.o.BinDir)), nil, 256<<10)
+	idFile := ""
+	if p, ok := strings.CutPrefix(f.o.Profile.IDFrom, "file:"); ok {
+		idFile = f.o.Root + p
+	}
+	out, stderr, err := run(ctx, c, fmt.Sprintf(probeScript, shq(f.o.Root), shq(f.o.BinDir), shq(idFile)), nil, 256<<10)
 	if err != nil && !strings.Contains(out, "\n@end") {
 		return fail(KindOther, "probe: %v: %s", err, strings.TrimSpace(stderr))
 	}
@@ -469,12 +479,19 @@ func (f *flasher) flash(ctx context.Context, t Target, r *Result) error {
 	if f.o.Init != "" {
 		r.Init = f.o.Init
 	}
-	id := t.ID
+	id, from := t.ID, "the inventory"
 	if id == "" {
-		id = p.Hostname
+		switch from = f.o.Profile.IDFrom; {
+		case from == "mac":
+			id = p.MAC
+		case strings.HasPrefix(from, "file:"):
+			id = p.IDFile
+		default:
+			id, from = p.Hostname, "hostname"
+		}
 	}
 	if err := protocol.ValidID(id); err != nil {
-		return fail(KindOther, "no usable agent id (the device's host name is %q): give id=ID for it in the inventory", p.Hostname)
+		return fail(KindOther, "no usable agent id (%q from %s): give id=ID for this device in the inventory", id, from)
 	}
 	r.ID = id
 	if !p.Writable {

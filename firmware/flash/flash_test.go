@@ -17,12 +17,12 @@ import (
 
 func TestParseProbe(t *testing.T) {
 	out := "@uname\narmv7l\n@cpuinfo\nProcessor : ARMv7\n@endian\n   1\n\n@hostname\ncam7\n@uid\n0\n@dir\n/usr/bin\n@writable\nyes\n" +
-		"@df\nFilesystem 1024-blocks Used Available Capacity Mounted on\n/dev/root 30000 20000 10000 67% /\n@init\nprocd\n@key\n@end\n"
+		"@df\nFilesystem 1024-blocks Used Available Capacity Mounted on\n/dev/root 30000 20000 10000 67% /\n@init\nprocd\n@key\n@mac\nAA:BB:CC:00:11:22\n@idfile\ncam-7b\n\n@end\n"
 	p, err := parseProbe(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Uname != "armv7l" || p.Endian != firmware.Little || p.Hostname != "cam7" || !p.Writable || p.FreeKiB != 10000 || p.Init != "procd" || p.Key != nil {
+	if p.Uname != "armv7l" || p.Endian != firmware.Little || p.Hostname != "cam7" || !p.Writable || p.FreeKiB != 10000 || p.Init != "procd" || p.Key != nil || p.MAC != "aabbcc001122" || p.IDFile != "cam-7b" {
 		t.Errorf("got %+v", p)
 	}
 	if _, err := parseProbe("@uname\nx86_64\n"); err == nil {
