@@ -32,6 +32,7 @@ import (
 	"github.com/halite-fleet/halite/firmware"
 	"github.com/halite-fleet/halite/firmware/flash"
 	"github.com/halite-fleet/halite/internal/cli"
+	"github.com/halite-fleet/halite/internal/version"
 )
 
 // common are the options of both subcommands.
@@ -264,7 +265,11 @@ func (c *common) setup(ctx context.Context) (*firmware.Master, firmware.Profile,
 		r, _ := firmware.ParseEndpoint(c.relay, 0)
 		p.Relay = &r
 	}
-	return m, p, firmware.Source{Binary: c.agentBinary, Dist: c.dist}, nil
+	src := firmware.Source{Binary: c.agentBinary, Dist: c.dist}
+	if version.Version != "devel" {
+		src.Version = version.Version // an agent built here says the flasher's version
+	}
+	return m, p, src, nil
 }
 
 func runBundle(ctx context.Context, o bundleOpts, stdout io.Writer) error {

@@ -227,9 +227,9 @@ func (f *flasher) one(ctx context.Context, t Target) (r Result) {
 		r.Status, r.Detail = StatusSkipped, "done by an earlier run (state file "+f.o.StateFile+")"
 		return r
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.o.Timeout)
+	dctx, cancel := context.WithTimeout(ctx, f.o.Timeout)
 	defer cancel()
-	err := f.flash(ctx, t, &r)
+	err := f.flash(dctx, ctx, t, &r)
 	if err != nil {
 		r.Status = StatusFailed
 		var fe *flashError
@@ -446,8 +446,10 @@ func parseDF(s string) int64 {
 	return n
 }
 
-// flash does the work for one device, filling r as it learns.
-func (f *flasher) flash(ctx context.Context, t Target, r *Result) error {
+// flash does the work for one device, filling r as it learns. ctx bounds
+// the device (--timeout); runCtx the run, for the agent build that devices
+// of one architecture share.
+func (f *flasher) flash(ctx, runCtx context.Context, t Target, r *Result) error {
 	c, err := f.dial(ctx, t)
 	if err != nil {
 		return err
@@ -497,7 +499,7 @@ func (f *flasher) flash(ctx context.Context, t Target, r *Result) error {
 	if !p.Writable {
 		return fail(KindReadOnly, "read-only: %s is not writable on the device (read-only root, e.g. squashfs): give --bin-dir a writable directory (/data, /opt, an overlay) or remount it read-write", p.Dir)
 	}
-	bin, size, err := f.binary(ctx, arch)
+	bin, size, err := f.binary(runCtx, arch)
 	if err != nil {
 		return fail(KindArch, "no agent for %s: %v", arch.Name, err)
 	}
