@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO        ?= go
 BIN       := bin
 DIST      := dist
-CMDS      := halite-master halite-agent halite halite-key halite-run halite-call
+CMDS      := halite-master halite-agent halite halite-key halite-run halite-call halite-flash
 # --version and --versions-report print these (internal/version); a build
 # without them says "devel" with the commit Go recorded, if any.
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
@@ -13,7 +13,7 @@ LDFLAGS   := -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit
 GOFLAGS_B := -trimpath
 # Agent-side programs, built for every device architecture.
 AGENT_CMDS := halite-agent halite-call
-MASTER_CMDS := halite-master halite halite-key halite-run
+MASTER_CMDS := halite-master halite halite-key halite-run halite-flash
 # The agent is flashed on devices with little flash. On 32-bit ARM and MIPS
 # (cameras, gateways: the relay is not built in there, see
 # cmd/halite-agent/norelay.go) inlining is turned off everywhere
