@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestCallStateApplyThroughMaster: halite-call state.apply on a device
@@ -105,5 +106,65 @@ func TestCallStateApplyThroughMaster(t *testing.T) {
 	// mine.get goes through the relay too (it is forwarded with StateGet).
 	if r := call("d1", "mine.get", "*", "test.ping", "--out", "json"); r.code != 0 {
 		t.Errorf("mine.get behind a relay: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestReactorStateApply: a reactor reaction local.state.apply, as Salt's
+// reactor documentation writes it (tgt from the event's id, arg the SLS),
+// run end to end: an event from a device, the master's reactor publishing
+// the state job, compiled for that device, applied by its agent.
+func TestReactorStateApply(t *testing.T) {
+	out := t.TempDir()
+	roots := t.TempDir()
+	files := map[string]string{
+		"reactor/deploy.sls": `apply_web:
+  local.state.apply:
+    - tgt: {{ data['id'] }}
+    - arg:
+      - web.deploy
+`,
+		"web/deploy.sls": `deployed:
+  file.managed:
+    - name: ` + out + `/{{ grains['id'] }}.conf
+    - contents: deployed on {{ grains['id'] }}
+    - makedirs: True
+`,
+	}
+	for name, body := range files {
+		p := filepath.Join(roots, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := newCluster(t, "auto_accept: True\nfile_roots:\n  base:\n    - "+roots+"\nreactor:\n  - 'myco/deploy':\n    - salt://reactor/deploy.sls\n")
+	c.startMaster()
+	c.startAgent("cam1", "")
+	c.startAgent("cam2", "")
+	c.waitUp("cam1", "cam2")
+
+	r := runCmd(t, "halite-call", "-c", c.agentDir("cam1"), "event.send", "myco/deploy", `{"app": "web"}`)
+	if r.code != 0 {
+		t.Fatalf("event.send: exit %d %s", r.code, r.stderr)
+	}
+	target := filepath.Join(out, "cam1.conf")
+	waitFor(t, 30*time.Second, "the reaction's state applied on cam1", func() bool {
+		b, err := os.ReadFile(target)
+		return err == nil && strings.HasPrefix(string(b), "deployed on cam1")
+	})
+	// Only the device that sent the event.
+	if _, err := os.Stat(filepath.Join(out, "cam2.conf")); err == nil {
+		t.Errorf("the reaction applied the state on cam2 too")
+	}
+	// The job the reactor published is a state.apply of user Reactor.
+	jobs, _ := c.jsonOut("halite-run", "jobs.list_jobs")
+	found := false
+	for _, j := range jobs {
+		if m, _ := j.(map[string]any); m["User"] == "Reactor" && m["Function"] == "state.apply" && m["Target"] == "cam1" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no state.apply job of user Reactor for cam1 in %v", jobs)
 	}
 }
