@@ -241,3 +241,37 @@ func TestServiceInitDelayBounded(t *testing.T) {
 		t.Fatal("no delay")
 	}
 }
+
+// optsSysHost is a sysHost with the agent's options.
+type optsSysHost struct {
+	*sysHost
+	opts map[string]any
+}
+
+func (h optsSysHost) Opts() map[string]any { return h.opts }
+
+// The agent's service_init_dir option (Halite's; Salt has none: its
+// linux_service.py hard-codes /etc/init.d) points the service states at
+// init.d scripts under another root, SysV style, whatever init the host
+// booted with, and keeps their rc?.d links beside it.
+func TestServiceInitDirOption(t *testing.T) {
+	svcRoot(t) // the default paths: an empty test root
+	os.MkdirAll(svcSystemdBooted, 0o755)
+	root := t.TempDir()
+	for _, d := range []string{"etc/init.d", "etc/rc2.d", "run"} {
+		os.MkdirAll(filepath.Join(root, d), 0o755)
+	}
+	svcInstall(t, root, "camd")
+	h := optsSysHost{newSysHost(t), map[string]any{"service_init_dir": filepath.Join(root, "etc/init.d")}}
+
+	r := sysCall(t, h, "service.running", "camd", false, map[string]any{"enable": true})
+	sysWant(t, "start", r, state.True, "Service camd has been enabled, and is running")
+	if svcPid(t, root, "camd") == "" {
+		t.Fatal("not started")
+	}
+	if _, err := os.Lstat(filepath.Join(root, "etc/rc2.d/S20camd")); err != nil {
+		t.Fatalf("enable made no S link beside the init.d: %v", err)
+	}
+	r = sysCall(t, newSysHost(t), "service.running", "camd", false, nil)
+	sysWant(t, "without the option", r, state.False, "The named service camd is not available")
+}
