@@ -678,7 +678,7 @@ func svcModWatch(ctx context.Context, c *Call) state.Ret {
 	k := sysKw(c.Chunk)
 	name := r.name
 	var verb, past string
-	switch sfun := c.Chunk.Fun(); sfun {
+	switch sfun := watchFun(c); sfun {
 	case "dead":
 		verb, past = "stop", "stopped"
 		if !r.status() {
@@ -721,4 +721,14 @@ func svcModWatch(ctx context.Context, c *Call) state.Ret {
 		ret.Comment = "Failed to " + verb + " the service"
 	}
 	return ret
+}
+
+// watchFun is the function a mod_watch call is for: the engine's "sfun"
+// (Salt's mod_watch(name, sfun=...), salt/state.py call_chunk sets it and
+// "fun" to mod_watch), else the chunk's own function.
+func watchFun(c *Call) string {
+	if s, _ := c.Chunk["sfun"].(string); s != "" {
+		return s
+	}
+	return c.Chunk.Fun()
 }

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -274,4 +275,43 @@ func TestServiceInitDirOption(t *testing.T) {
 	}
 	r = sysCall(t, newSysHost(t), "service.running", "camd", false, nil)
 	sysWant(t, "without the option", r, state.False, "The named service camd is not available")
+}
+
+// watch through the engine: salt/state.py call_chunk calls the module's
+// mod_watch with "sfun" the watching function (service.mod_watch and
+// cmd.mod_watch in salt/states/service.py and cmd.py switch on it), so a
+// cmd.wait runs and a running service restarts when what they watch
+// changed.
+func TestWatchThroughEngine(t *testing.T) {
+	root := svcRoot(t)
+	svcInstall(t, root, "camd")
+	if err := exec.Command(filepath.Join(root, "etc/init.d/camd"), "start").Run(); err != nil {
+		t.Fatal(err)
+	}
+	pid := svcPid(t, root, "camd")
+	marker := filepath.Join(root, "waited")
+	ret, err := Run(context.Background(), newSysHost(t), []state.Chunk{
+		{"state": "test", "fun": "succeed_with_changes", "name": "changer", "__id__": "changer", "__sls__": "s", "order": 1},
+		{"state": "cmd", "fun": "wait", "name": "touch " + marker, "__id__": "waiter", "__sls__": "s", "order": 2,
+			"watch": []any{map[string]any{"test": "changer"}}},
+		{"state": "service", "fun": "running", "name": "camd", "__id__": "camd", "__sls__": "s", "order": 3,
+			"watch": []any{map[string]any{"test": "changer"}}},
+	}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := ret["cmd_|-waiter_|-touch "+marker+"_|-wait"].(map[string]any)
+	if w["result"] != true {
+		t.Errorf("cmd.wait watching a change: %v", w)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("cmd.wait did not run its command: %v", err)
+	}
+	s, _ := ret["service_|-camd_|-camd_|-running"].(map[string]any)
+	if s["result"] != true || s["comment"] != "Service restarted" {
+		t.Errorf("service.running watching a change: %v", s)
+	}
+	if np := svcPid(t, root, "camd"); np == pid || np == "" {
+		t.Errorf("camd not restarted: pid %s, was %s", np, pid)
+	}
 }
