@@ -62,6 +62,7 @@ type Agent struct {
 	schedRets schedReturners                    // the returners of jobs' returner:
 	jids      event.JIDGen                      // the jids of scheduled jobs
 	mine      mineState                         // mine.go
+	stcall    stateCallState                    // statecall.go
 }
 
 // New loads (or makes) the agent's identity, opens its outbox spool

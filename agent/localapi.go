@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -20,7 +21,11 @@ import (
 
 // LocalRequest is a request to the running agent.
 type LocalRequest struct {
-	Op   string         `cbor:"op"` // "event.send" (to the master), "event.fire" (local bus only) or "call"
+	// Op is "event.send" (to the master), "event.fire" (local bus only),
+	// "call", "state.get" (the master's compile of Fun for this device:
+	// Return is the verified job's jid, fun, arg and kwarg) or "return"
+	// (Data: halite-call's return of a state.get job, to the master).
+	Op   string         `cbor:"op"`
 	Tag  string         `cbor:"tag,omitempty"`
 	Data map[string]any `cbor:"data,omitempty"`
 	// Op "call": a function that needs the running agent (beacons.*),
@@ -39,11 +44,19 @@ type LocalResponse struct {
 	Retcode   int    `cbor:"retcode,omitempty"` // Op "call"
 }
 
-const localMaxFrame = 4 << 20
+// localMaxFrame bounds a frame on the socket: a compiled state job and
+// some room.
+const localMaxFrame = protocol.DefaultMaxFrame + 64<<10
+
+// maxLocalConns bounds the requests served at once.
+const maxLocalConns = 8
 
 func listenUnix(path string) (net.Listener, error) { return unixsock.Listen(path) }
 
 func (a *Agent) serveLocal(ctx context.Context, ln net.Listener) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	slots := make(chan struct{}, maxLocalConns)
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -52,13 +65,24 @@ func (a *Agent) serveLocal(ctx context.Context, ln net.Listener) error {
 			}
 			return fmt.Errorf("accept local: %w", err)
 		}
-		a.handleLocal(c)
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			c.Close()
+			return nil
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			a.handleLocal(ctx, c)
+		}()
 	}
 }
 
-// handleLocal answers one request; requests are tiny, so they are served
-// one at a time.
-func (a *Agent) handleLocal(c net.Conn) {
+// handleLocal answers one request. A few are served at once: a state.get
+// waits for the master's compile.
+func (a *Agent) handleLocal(ctx context.Context, c net.Conn) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	f := protocol.NewFramer(c, localMaxFrame)
@@ -85,8 +109,22 @@ func (a *Agent) handleLocal(c net.Conn) {
 			} else {
 				resp.OK = true
 			}
+		case "state.get":
+			c.SetDeadline(time.Now().Add(stateGetTimeout + 5*time.Second))
+			ret, err := a.stateGet(ctx, req.Fun, req.Args, req.Kwargs)
+			if err != nil {
+				resp.Error = err.Error()
+			} else {
+				resp.OK, resp.Return = true, ret
+			}
+		case "return":
+			if err := a.stateReturn(req.Data); err != nil {
+				resp.Error = err.Error()
+			} else {
+				resp.OK = true
+			}
 		case "call":
-			res := a.exec.Run(context.Background(), exec.Request{JID: fmt.Sprintf("%020d", time.Now().UnixMicro()),
+			res := a.exec.Run(ctx, exec.Request{JID: fmt.Sprintf("%020d", time.Now().UnixMicro()),
 				Fun: req.Fun, Args: req.Args, Kwargs: req.Kwargs, User: "halite-call"})
 			resp.OK, resp.Return, resp.Retcode = res.Success, res.Return, res.Retcode
 		default:
@@ -100,13 +138,18 @@ func (a *Agent) handleLocal(c net.Conn) {
 
 // LocalCall sends req to the agent listening on socket.
 func LocalCall(ctx context.Context, socket string, req *LocalRequest) (*LocalResponse, error) {
+	return LocalCallWithin(ctx, socket, req, 10*time.Second)
+}
+
+// LocalCallWithin is LocalCall that waits up to within for the answer.
+func LocalCallWithin(ctx context.Context, socket string, req *LocalRequest, within time.Duration) (*LocalResponse, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", socket)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the agent at %s (is halite-agent running?): %w", socket, err)
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.SetDeadline(time.Now().Add(within))
 	f := protocol.NewFramer(c, localMaxFrame)
 	b, err := protocol.Marshal(req)
 	if err != nil {

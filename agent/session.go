@@ -366,6 +366,8 @@ func (a *Agent) readLoop(ctx, sessCtx context.Context, l *link, f *protocol.Fram
 		case *protocol.Pong:
 		case *protocol.MineData:
 			a.mineReply(msg)
+		case *protocol.StateJob:
+			a.stateReply(msg)
 		case *protocol.Ack:
 			a.ackSpool(l.out, min(msg.Seq, sent.Load()))
 		case *protocol.Error:

@@ -87,6 +87,11 @@ type Agent struct {
 	Failhard    bool                `yaml:"failhard"`
 	StateEvents bool                `yaml:"state_events"`
 	StateQueue  any                 `yaml:"state_queue"`
+	// ServiceInitDir (Halite's) is where the service states find init.d
+	// scripts; set, they use those scripts (SysV style, enablement by the
+	// rc?.d links beside it) whatever init the device booted with. For
+	// tests and devices whose scripts live elsewhere; "": /etc/init.d.
+	ServiceInitDir string `yaml:"service_init_dir"`
 
 	// Relay is the relay: section; an agent with one runs as a relay.
 	// nil: not a relay.
@@ -185,6 +190,7 @@ func agentOptions() map[string]*option[Agent] {
 		optBool("failhard", func(a *A) *bool { return &a.Failhard }, "a failed state stops the state run"),
 		optBool("state_events", func(a *A) *bool { return &a.StateEvents }, "fire salt/job/<jid>/prog/<id>/<n> after each state of a run"),
 		optFunc("state_queue", "bool or count", setStateQueue, func(a *A) any { return a.StateQueue }, "queue a state run while another runs (true, or the most that wait) instead of refusing it"),
+		optStr("service_init_dir", func(a *A) *string { return &a.ServiceInitDir }, "Halite's: the init.d directory the service states use, SysV style, whatever the init system (rc?.d links in its parent); for tests and devices whose scripts live elsewhere; unset: detected, /etc/init.d"),
 		optOneOf("log_format", func(x *A) *string { return &x.LogFormat }, []string{"text", "json"}, "text (Salt's layout) or json (one object a line, for log shippers)"),
 		optCount("log_rotate_max_bytes", func(x *A) *int { return &x.LogRotateMaxBytes }, "rotate log_file past this size (with log_rotate_backup_count; both above 0)"),
 		optCount("log_rotate_backup_count", func(x *A) *int { return &x.LogRotateBackupCount }, "rotated log files kept (file.1 the newest)"),
@@ -361,7 +367,7 @@ func (a *Agent) Opts() map[string]any {
 		"acceptance_wait_time": a.AcceptanceWaitTime, "random_reauth_delay": a.RandomReauthDelay,
 		"retry_dns": a.RetryDNS, "spool_max": a.SpoolMax,
 		"file_roots": rootsOpt(a.FileRoots), "test": a.Test, "failhard": a.Failhard,
-		"state_events": a.StateEvents, "state_queue": a.StateQueue,
+		"state_events": a.StateEvents, "state_queue": a.StateQueue, "service_init_dir": a.ServiceInitDir,
 	} {
 		o[k] = v
 	}

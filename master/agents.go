@@ -584,6 +584,8 @@ func (m *Master) handle(ctx context.Context, s *session, msg protocol.Message) e
 		m.minions.setGrains(s.id, msg.Grains)
 	case *protocol.MineGet:
 		m.answerMineGet(s, msg)
+	case *protocol.StateGet:
+		m.answerStateGet(s, msg) // statecall.go
 	case *protocol.Ping:
 		if b, err := protocol.Encode(&protocol.Pong{Seq: msg.Seq}); err == nil {
 			s.send(b)

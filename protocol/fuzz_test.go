@@ -46,6 +46,9 @@ func seedMessages(tb testing.TB) []Message {
 		&MineGet{Req: 7, Tgt: "web*", Fun: "network.ip_addrs,grains.items", TgtType: "glob"},
 		&MineData{Req: 7, Data: map[string]any{"web1": []any{"10.0.0.1"}}},
 		&MineData{Req: 8, Err: "no master"},
+		&StateGet{Req: 9, Fun: "state.apply", Arg: []any{"web"}, Kwarg: map[string]any{"test": true}, Nonce: make([]byte, MinStateNonce)},
+		&StateJob{Req: 9, Job: job.Signed},
+		&StateJob{Req: 10, Err: "not compiled"},
 	}
 }
 

@@ -33,6 +33,11 @@ const (
 	TypeMineGet Type = 12
 	// TypeMineData answers a MineGet, master to agent (see MineData).
 	TypeMineData Type = 13
+	// TypeStateGet asks the master to compile states for the asking
+	// agent, agent to master (see StateGet).
+	TypeStateGet Type = 14
+	// TypeStateJob answers a StateGet, master to agent (see StateJob).
+	TypeStateJob Type = 15
 )
 
 var typeNames = [...]string{
@@ -40,6 +45,7 @@ var typeNames = [...]string{
 	TypeReturn: "return", TypeEvent: "event", TypeGrains: "grains",
 	TypePing: "ping", TypePong: "pong", TypeError: "error", TypeAck: "ack",
 	TypeBatch: "batch", TypeMineGet: "mine_get", TypeMineData: "mine_data",
+	TypeStateGet: "state_get", TypeStateJob: "state_job",
 }
 
 func (t Type) String() string {
@@ -98,6 +104,10 @@ func Decode(frame []byte) (Message, error) {
 		m = new(MineGet)
 	case TypeMineData:
 		m = new(MineData)
+	case TypeStateGet:
+		m = new(StateGet)
+	case TypeStateJob:
+		m = new(StateJob)
 	default:
 		return nil, Errorf(KindUnknownType, "message type %d", frame[0])
 	}

@@ -33,7 +33,12 @@ const ALPN = "halite/1"
 //	   runs out. A relay does the same on a device's stream.
 //	9: 2026-11-24: compound jobs: JobBody.Funs, FunArgs and FunKwargs
 //	   (Salt's list "fun"); the agent returns a map keyed by function.
-const CapabilityVersion = 9
+//	10: 2026-11-25: StateGet and StateJob (halite-call state.apply on a
+//	   device with a master: the master compiles for the asking device
+//	   and answers with a signed job); relays forward them, and MineGet
+//	   and MineData, between a device and the master, and tell a device
+//	   the smaller of the master's capability and their own.
+const CapabilityVersion = 10
 
 // CapAck is the first CapabilityVersion whose masters send Ack: an agent
 // talking to an older master drops an item from its outbox once written.
@@ -54,3 +59,7 @@ const CapMine = 7
 // pending agent's stream open and send a second KeyStatus once the key is
 // decided, and whose agents (and relays) wait for it.
 const CapKeyNotify = 8
+
+// CapStateCall is the first CapabilityVersion whose masters answer
+// StateGet and whose relays forward it.
+const CapStateCall = 10

@@ -285,6 +285,13 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 		return
 	}
 	tell := func(ans protocol.Message) error {
+		if st, ok := ans.(*protocol.KeyStatus); ok && st.Caps > protocol.CapabilityVersion {
+			// The device may use what the master and this relay both
+			// know: a request the relay did not know would drop it.
+			c := *st
+			c.Caps = protocol.CapabilityVersion
+			ans = &c
+		}
 		b, err := protocol.Encode(ans)
 		if err == nil {
 			stream.SetWriteDeadline(time.Now().Add(handshakeTimeout))
@@ -441,6 +448,23 @@ func (r *Relay) readDevice(d *device, f *protocol.Framer) {
 			if up != nil {
 				up.send(protocol.AppendFrame(nil, b))
 			}
+		case *protocol.MineGet, *protocol.StateGet:
+			// Requests the master answers for the device's own session
+			// (it knows the asker from the stream): they go up as they
+			// are, and the answer comes down (link.go). Without an
+			// upstream now, the device is told so at once. They share
+			// the device's event rate.
+			if !r.throttle(d) {
+				return
+			}
+			d.mu.Lock()
+			up := d.up
+			d.mu.Unlock()
+			if up != nil {
+				up.send(protocol.AppendFrame(nil, b))
+			} else {
+				r.noUpstream(d, msg)
+			}
 		case *protocol.Ping:
 			if pb, err := protocol.Encode(&protocol.Pong{Seq: msg.Seq}); err == nil {
 				d.down.send(protocol.AppendFrame(nil, pb))
@@ -527,5 +551,22 @@ func (r *Relay) waitLink(ctx context.Context, conn *quic.Conn) *link {
 			return nil
 		case <-tick.C:
 		}
+	}
+}
+
+// noUpstream answers a device's request that cannot go up now.
+func (r *Relay) noUpstream(d *device, msg protocol.Message) {
+	const why = "the relay cannot reach the master now"
+	var ans protocol.Message
+	switch m := msg.(type) {
+	case *protocol.MineGet:
+		ans = &protocol.MineData{Req: m.Req, Err: why}
+	case *protocol.StateGet:
+		ans = &protocol.StateJob{Req: m.Req, Err: why}
+	default:
+		return
+	}
+	if b, err := protocol.Encode(ans); err == nil {
+		d.down.send(protocol.AppendFrame(nil, b))
 	}
 }

@@ -463,6 +463,10 @@ func (r *Relay) readUp(ctx context.Context, l *link, d *device, up *sender, s *q
 		case *protocol.Ack:
 			r.store.ack(d, msg.Seq)
 			d.noteAck(msg.Seq, time.Now())
+		case *protocol.MineData, *protocol.StateJob:
+			// Answers to the device's own requests; a StateJob's job is
+			// signed by the master, and the device checks it.
+			d.down.send(protocol.AppendFrame(nil, b))
 		case *protocol.Ping:
 			if pb, err := protocol.Encode(&protocol.Pong{Seq: msg.Seq}); err == nil {
 				up.send(protocol.AppendFrame(nil, pb))

@@ -359,7 +359,7 @@ func cmdQuote(s string) string {
 // (or the script of cmd.wait_script / cmd.script) whose watched state
 // changed.
 func cmdModWatch(ctx context.Context, c *Call) state.Ret {
-	switch sfun := c.Chunk.Fun(); sfun {
+	switch sfun := watchFun(c); sfun {
 	case "wait", "run", "watch":
 		return cmdRun(ctx, c)
 	case "wait_script", "script":

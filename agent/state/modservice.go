@@ -66,8 +66,12 @@ type svcProvider interface {
 
 // svcDetect chooses the provider as Salt's service __virtual__ functions
 // do: systemd when the system was booted with it, procd on OpenWrt, else
-// the init.d scripts.
-func svcDetect() svcProvider {
+// the init.d scripts. The agent's service_init_dir option (Halite's)
+// names an init.d directory to use whatever the init system.
+func svcDetect(h Host) svcProvider {
+	if dir, _ := optsOf(h)["service_init_dir"].(string); dir != "" {
+		return svcSysV{initDir: dir, rcRoot: filepath.Dir(dir)}
+	}
 	if _, err := os.Stat(svcSystemdBooted); err == nil {
 		if p := sysLookPath(svcSystemctl); p != "" {
 			return svcSystemd{systemctl: p}
@@ -84,9 +88,33 @@ func svcBadName(name string) string { return sysBadName("service", name, "/\\*?[
 
 // --- SysV and BusyBox init.d ---
 
-type svcSysV struct{}
+// svcSysV drives init.d scripts under initDir, with the rc?.d links under
+// rcRoot; both "": svcInitDir and svcRcRoot. With initDir set it never
+// runs update-rc.d, which knows only /etc.
+type svcSysV struct{ initDir, rcRoot string }
 
-func (svcSysV) script(name string) string { return filepath.Join(svcInitDir, name) }
+func (p svcSysV) script(name string) string { return filepath.Join(p.dir(), name) }
+
+func (p svcSysV) dir() string {
+	if p.initDir != "" {
+		return p.initDir
+	}
+	return svcInitDir
+}
+
+func (p svcSysV) rc() string {
+	if p.rcRoot != "" {
+		return p.rcRoot
+	}
+	return svcRcRoot
+}
+
+func (p svcSysV) updateRcD() string {
+	if p.initDir != "" {
+		return ""
+	}
+	return sysLookPath(svcUpdateRcD)
+}
 
 func (p svcSysV) available(ctx context.Context, name string) (bool, error) {
 	fi, err := os.Stat(p.script(name))
@@ -103,11 +131,11 @@ func (p svcSysV) action(ctx context.Context, verb, name string, _ bool) (bool, e
 	return err == nil && o.retcode == 0, err
 }
 
-func (svcSysV) canEnable() bool {
-	if sysLookPath(svcUpdateRcD) != "" {
+func (p svcSysV) canEnable() bool {
+	if p.updateRcD() != "" {
 		return true
 	}
-	fi, err := os.Stat(filepath.Join(svcRcRoot, "rc2.d"))
+	fi, err := os.Stat(filepath.Join(p.rc(), "rc2.d"))
 	return err == nil && fi.IsDir()
 }
 
@@ -126,9 +154,9 @@ func (svcSysV) runlevel(ctx context.Context) string {
 var svcLinkRe = regexp.MustCompile(`^([SK])(\d+)(.+)$`)
 
 // links lists NAME's S/K links in rc<level>.d: name -> "S" or "K".
-func (svcSysV) links(level, name string) map[string]string {
+func (p svcSysV) links(level, name string) map[string]string {
 	out := map[string]string{}
-	ents, _ := os.ReadDir(filepath.Join(svcRcRoot, "rc"+level+".d"))
+	ents, _ := os.ReadDir(filepath.Join(p.rc(), "rc"+level+".d"))
 	for _, e := range ents {
 		if m := svcLinkRe.FindStringSubmatch(e.Name()); m != nil && m[3] == name {
 			out[e.Name()] = m[1]
@@ -153,7 +181,7 @@ func (p svcSysV) enabled(ctx context.Context, name string) (bool, error) {
 // then enable / disable), else renames or makes the links of runlevels 2
 // to 5 itself (S20NAME -> ../init.d/NAME), as update-rc.d would.
 func (p svcSysV) setEnabled(ctx context.Context, name string, on bool) (bool, error) {
-	if u := sysLookPath(svcUpdateRcD); u != "" {
+	if u := p.updateRcD(); u != "" {
 		verb := "disable"
 		if on {
 			if o, err := sysRun(ctx, "", nil, u, name, "defaults"); err != nil || o.retcode != 0 {
@@ -172,7 +200,7 @@ func (p svcSysV) setEnabled(ctx context.Context, name string, on bool) (bool, er
 		from, to = "S", "K"
 	}
 	for _, lvl := range []string{"2", "3", "4", "5"} {
-		dir := filepath.Join(svcRcRoot, "rc"+lvl+".d")
+		dir := filepath.Join(p.rc(), "rc"+lvl+".d")
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			continue
 		}
@@ -340,7 +368,7 @@ func newSvcRun(ctx context.Context, c *Call) (*svcRun, string) {
 	if err != nil {
 		return nil, err.Error()
 	}
-	return &svcRun{ctx: ctx, c: c, p: svcDetect(), name: c.Name, sig: sig, noBlock: k.boolean("no_block", false)}, ""
+	return &svcRun{ctx: ctx, c: c, p: svcDetect(c.Host), name: c.Name, sig: sig, noBlock: k.boolean("no_block", false)}, ""
 }
 
 func (r *svcRun) status() bool {
@@ -650,7 +678,7 @@ func svcModWatch(ctx context.Context, c *Call) state.Ret {
 	k := sysKw(c.Chunk)
 	name := r.name
 	var verb, past string
-	switch sfun := c.Chunk.Fun(); sfun {
+	switch sfun := watchFun(c); sfun {
 	case "dead":
 		verb, past = "stop", "stopped"
 		if !r.status() {
@@ -693,4 +721,14 @@ func svcModWatch(ctx context.Context, c *Call) state.Ret {
 		ret.Comment = "Failed to " + verb + " the service"
 	}
 	return ret
+}
+
+// watchFun is the function a mod_watch call is for: the engine's "sfun"
+// (Salt's mod_watch(name, sfun=...), salt/state.py call_chunk sets it and
+// "fun" to mod_watch), else the chunk's own function.
+func watchFun(c *Call) string {
+	if s, _ := c.Chunk["sfun"].(string); s != "" {
+		return s
+	}
+	return c.Chunk.Fun()
 }

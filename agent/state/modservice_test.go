@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -239,5 +240,78 @@ func TestServiceInitDelayBounded(t *testing.T) {
 	sysWant(t, "delay", r, state.True, "Started service d\nDelayed return for 0.1 seconds")
 	if time.Since(start) < 100*time.Millisecond {
 		t.Fatal("no delay")
+	}
+}
+
+// optsSysHost is a sysHost with the agent's options.
+type optsSysHost struct {
+	*sysHost
+	opts map[string]any
+}
+
+func (h optsSysHost) Opts() map[string]any { return h.opts }
+
+// The agent's service_init_dir option (Halite's; Salt has none: its
+// linux_service.py hard-codes /etc/init.d) points the service states at
+// init.d scripts under another root, SysV style, whatever init the host
+// booted with, and keeps their rc?.d links beside it.
+func TestServiceInitDirOption(t *testing.T) {
+	svcRoot(t) // the default paths: an empty test root
+	os.MkdirAll(svcSystemdBooted, 0o755)
+	root := t.TempDir()
+	for _, d := range []string{"etc/init.d", "etc/rc2.d", "run"} {
+		os.MkdirAll(filepath.Join(root, d), 0o755)
+	}
+	svcInstall(t, root, "camd")
+	h := optsSysHost{newSysHost(t), map[string]any{"service_init_dir": filepath.Join(root, "etc/init.d")}}
+
+	r := sysCall(t, h, "service.running", "camd", false, map[string]any{"enable": true})
+	sysWant(t, "start", r, state.True, "Service camd has been enabled, and is running")
+	if svcPid(t, root, "camd") == "" {
+		t.Fatal("not started")
+	}
+	if _, err := os.Lstat(filepath.Join(root, "etc/rc2.d/S20camd")); err != nil {
+		t.Fatalf("enable made no S link beside the init.d: %v", err)
+	}
+	r = sysCall(t, newSysHost(t), "service.running", "camd", false, nil)
+	sysWant(t, "without the option", r, state.False, "The named service camd is not available")
+}
+
+// watch through the engine: salt/state.py call_chunk calls the module's
+// mod_watch with "sfun" the watching function (service.mod_watch and
+// cmd.mod_watch in salt/states/service.py and cmd.py switch on it), so a
+// cmd.wait runs and a running service restarts when what they watch
+// changed.
+func TestWatchThroughEngine(t *testing.T) {
+	root := svcRoot(t)
+	svcInstall(t, root, "camd")
+	if err := exec.Command(filepath.Join(root, "etc/init.d/camd"), "start").Run(); err != nil {
+		t.Fatal(err)
+	}
+	pid := svcPid(t, root, "camd")
+	marker := filepath.Join(root, "waited")
+	ret, err := Run(context.Background(), newSysHost(t), []state.Chunk{
+		{"state": "test", "fun": "succeed_with_changes", "name": "changer", "__id__": "changer", "__sls__": "s", "order": 1},
+		{"state": "cmd", "fun": "wait", "name": "touch " + marker, "__id__": "waiter", "__sls__": "s", "order": 2,
+			"watch": []any{map[string]any{"test": "changer"}}},
+		{"state": "service", "fun": "running", "name": "camd", "__id__": "camd", "__sls__": "s", "order": 3,
+			"watch": []any{map[string]any{"test": "changer"}}},
+	}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := ret["cmd_|-waiter_|-touch "+marker+"_|-wait"].(map[string]any)
+	if w["result"] != true {
+		t.Errorf("cmd.wait watching a change: %v", w)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("cmd.wait did not run its command: %v", err)
+	}
+	s, _ := ret["service_|-camd_|-camd_|-running"].(map[string]any)
+	if s["result"] != true || s["comment"] != "Service restarted" {
+		t.Errorf("service.running watching a change: %v", s)
+	}
+	if np := svcPid(t, root, "camd"); np == pid || np == "" {
+		t.Errorf("camd not restarted: pid %s, was %s", np, pid)
 	}
 }

@@ -197,7 +197,23 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	ex := exec.New(exec.Options{ID: cfg.ID, Version: agent.Version, Grains: g, Log: log.Named("exec"), Opts: opts, Host: host})
 	host.SetExecutor(ex)
 	jid := fmt.Sprintf("%020d", time.Now().UnixMicro())
-	res := ex.Run(ctx, exec.Request{JID: jid, Fun: o.fun, Args: args, Kwargs: kwargs})
+	runArgs, runKwargs := args, kwargs
+	viaMaster := !o.local && !masterless(cfg) && agent.CompiledByMaster(o.fun)
+	if viaMaster {
+		// The master compiles for this device (through the running
+		// agent); the states run here, as salt-call runs them.
+		if jid, runArgs, runKwargs, err = compiledJob(ctx, cfg, o.fun, args, kwargs); err != nil {
+			return err
+		}
+	}
+	res := ex.Run(ctx, exec.Request{JID: jid, Fun: o.fun, Args: runArgs, Kwargs: runKwargs})
+	if viaMaster && !truthy(opts["no_return_event"]) {
+		// BaseCaller.call (salt/cli/caller.py): the return goes up to
+		// the master, here under the jid the master gave the job.
+		if err := returnToMaster(ctx, cfg, jid, o.fun, args, kwargs, res); err != nil {
+			fmt.Fprintf(stderr, "halite-call: the return was not sent to the master: %v\n", err)
+		}
+	}
 	if len(cfg.Return) > 0 && (o.local || cfg.FileClient == "local" || cfg.MasterType == "disable" || len(cfg.MasterAddrs()) == 0) {
 		// A masterless agent runs its own returners: the return is spooled
 		// under cachedir/returners/call and delivered now; what a backend
@@ -330,4 +346,60 @@ func (o options) outputter(ret any, ok bool) string {
 		out = o.out
 	}
 	return output.ReturnOutputter(out, o.fun, ret, ok)
+}
+
+// masterless reports whether the agent's configuration has no master
+// (Salt's is_local in BaseCaller.call, less --local).
+func masterless(cfg *config.Agent) bool {
+	return cfg.FileClient == "local" || cfg.MasterType == "disable" || len(cfg.MasterAddrs()) == 0
+}
+
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case bool:
+		return x
+	case string:
+		return strings.EqualFold(x, "true")
+	}
+	return false
+}
+
+// compiledJob asks the running agent for the master's compile of fun for
+// this device: the job's jid, arguments and keyword arguments (with
+// __state__), verified by the agent with the master's key.
+func compiledJob(ctx context.Context, cfg *config.Agent, fun string, args []any, kwargs map[string]any) (string, []any, map[string]any, error) {
+	resp, err := agent.LocalCallWithin(ctx, cfg.SocketPath(),
+		&agent.LocalRequest{Op: "state.get", Fun: fun, Args: args, Kwargs: kwargs}, 3*time.Minute)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if !resp.OK {
+		return "", nil, nil, fmt.Errorf("%s", resp.Error)
+	}
+	m, _ := resp.Return.(map[string]any)
+	jid, _ := m["jid"].(string)
+	jargs, _ := m["arg"].([]any)
+	jkw, _ := m["kwarg"].(map[string]any)
+	if !protocol.IsJID(jid) || jkw == nil {
+		return "", nil, nil, fmt.Errorf("%s: the agent's answer has no job", fun)
+	}
+	return jid, jargs, jkw, nil
+}
+
+// returnToMaster hands the return of the master-compiled job jid to the
+// running agent, which sends it to the master.
+func returnToMaster(ctx context.Context, cfg *config.Agent, jid, fun string, args []any, kwargs map[string]any, res exec.Result) error {
+	funArgs := append([]any{}, args...)
+	if len(kwargs) > 0 {
+		funArgs = append(funArgs, kwargs)
+	}
+	resp, err := agent.LocalCall(ctx, cfg.SocketPath(), &agent.LocalRequest{Op: "return", Data: map[string]any{
+		"jid": jid, "fun": fun, "fun_args": funArgs, "return": res.Return, "retcode": res.Retcode, "success": res.Success}})
+	if err != nil {
+		return err
+	}
+	if !resp.OK {
+		return fmt.Errorf("%s", resp.Error)
+	}
+	return nil
 }
