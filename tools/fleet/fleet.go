@@ -28,11 +28,11 @@ import (
 
 // Options shape a simulated fleet.
 type Options struct {
-	N          int    // agents
-	Prefix     string // ids are Prefix + a 5-digit number; default "sim-"
-	PerSocket  int    // connections per UDP socket; default 500
-	MasterFP   string // the master's fingerprint to pin; "" trusts any
-	Grains     map[string]any
+	N         int    // agents
+	Prefix    string // ids are Prefix + a 5-digit number; default "sim-"
+	PerSocket int    // connections per UDP socket; default 500
+	MasterFP  string // the master's fingerprint to pin; "" trusts any
+	Grains    map[string]any
 	// GrainsFor, if set, gives each agent its own grains (by id) instead
 	// of Grains.
 	GrainsFor func(id string) map[string]any
@@ -41,7 +41,7 @@ type Options struct {
 	// the return going back when it is done. It gets the agent's id and
 	// the verified job, which other agents may share (read-only), and
 	// returns what the agent's return carries.
-	Exec func(ctx context.Context, id string, b *protocol.JobBody) (ret any, retcode int, success bool)
+	Exec       func(ctx context.Context, id string, b *protocol.JobBody) (ret any, retcode int, success bool)
 	MaxBackoff time.Duration // reconnect backoff ceiling; default 5s
 	// Seed, if set, derives every agent's key from it and the agent's id
 	// (else keys are random), so that PreAccept can record them first.

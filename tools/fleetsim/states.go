@@ -311,14 +311,14 @@ type stateReport struct {
 	// master compiled for every device, signed and queued the variants'
 	// jobs), the first return, and the devices' own state.apply times
 	// (the median device and the slowest).
-	PublishedMS   float64 `json:"published_p50_ms"`
-	FirstMS       float64 `json:"first_return_p50_ms"`
-	DeviceP50MS   float64 `json:"device_apply_p50_ms"`
-	DeviceMaxMS   float64 `json:"device_apply_max_p50_ms"`
-	FirstRoundMS  float64 `json:"first_round_ms"` // the warm-up's first round: cold compile cache, files written
-	MasterCPUMS   float64 `json:"master_cpu_ms_per_round,omitempty"`
-	SimCPUMS      float64 `json:"sim_cpu_ms_per_round,omitempty"`
-	RelayCPUMS    float64 `json:"relays_cpu_ms_per_round,omitempty"`
+	PublishedMS  float64 `json:"published_p50_ms"`
+	FirstMS      float64 `json:"first_return_p50_ms"`
+	DeviceP50MS  float64 `json:"device_apply_p50_ms"`
+	DeviceMaxMS  float64 `json:"device_apply_max_p50_ms"`
+	FirstRoundMS float64 `json:"first_round_ms"` // the warm-up's first round: cold compile cache, files written
+	MasterCPUMS  float64 `json:"master_cpu_ms_per_round,omitempty"`
+	SimCPUMS     float64 `json:"sim_cpu_ms_per_round,omitempty"`
+	RelayCPUMS   float64 `json:"relays_cpu_ms_per_round,omitempty"`
 	// The machine's 1-minute load average during the rounds: on a
 	// machine others share, wall times stretch with it; CPU times less.
 	LoadAvg float64 `json:"load_avg"`
