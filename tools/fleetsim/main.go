@@ -56,12 +56,20 @@ func main() {
 	root := flag.String("root", "", "internal: -relay-child's directory")
 	fileRoots := flag.String("file-roots", "", "internal: -master-child's file_roots")
 	states := flag.Bool("states", false, "time state.apply of a 20-file highstate (test states) instead of test.ping")
+	writeStates := flag.String("write-states", "", "write the -states highstate (with -state-files: its file.managed too) into this directory and exit (tools/saltcompare.sh gives Salt the same SLS)")
 	stateFiles := flag.Bool("state-files", false, "with -states: each SLS also manages a file in the device's own directory (every device a variant of its own)")
 	listen := flag.String("listen", "", "internal: -relay-child's addresses")
 	flag.Parse()
 	if a := os.Getenv("FLEETSIM_PPROF"); a != "" && !*child && !*masterChildFlag {
 		// Profiling the simulator and its master: go tool pprof http://<a>/debug/pprof/profile
 		go http.ListenAndServe(a, nil)
+	}
+	if *writeStates != "" {
+		if err := writeStateRoots(*writeStates, *stateFiles); err != nil {
+			fmt.Fprintln(os.Stderr, "fleetsim:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if *masterChildFlag {
 		if err := runMasterChild(*root, *fileRoots); err != nil {

@@ -44,7 +44,7 @@ func writeStateRoots(dir string, files bool) error {
 		return err
 	}
 	var top strings.Builder
-	top.WriteString("base:\n  'sim-*':\n")
+	top.WriteString("base:\n  '*':\n")
 	for i := 0; i < stateSLS; i++ {
 		fmt.Fprintf(&top, "    - app%d\n", i)
 		sls := fmt.Sprintf(`{%% if grains['os'] == 'Debian' %%}
