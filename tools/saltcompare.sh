@@ -31,7 +31,12 @@ START=$SECONDS
 cleanup() {
   local p
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  sleep 1
+  for _ in 1 2 3 4 5; do
+    local alive=0
+    for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    ((alive)) || break
+    sleep 1
+  done
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
   rm -rf "$ROOT"
 }
@@ -77,7 +82,7 @@ file_roots:
     - $SRV
 EOF
 "$BIN/halite-master" -c "$ROOT/h/etc/master" >"$ROOT/h-master.log" 2>&1 &
-PIDS+=($!)
+PIDS+=($!); disown
 for i in $(seq 0 $((N - 1))); do
   id=$(printf 'sim-%05d' "$i")
   mkdir -p "$ROOT/h/etc/$id"
@@ -95,7 +100,7 @@ grains:
   fleetsim_dir: $ROOT/h/files
 EOF
   "$BIN/halite-agent" -c "$ROOT/h/etc/$id" >"$ROOT/h-$id.log" 2>&1 &
-  PIDS+=($!)
+  PIDS+=($!); disown
 done
 up=0
 for _ in $(seq 1 120); do
@@ -114,7 +119,7 @@ for r in $(seq 0 "$ROUNDS"); do
 done
 hmed=$(printf '%s\n' "${ht[@]}" | median)
 for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-wait 2>/dev/null
+sleep 2
 PIDS=()
 
 # ---- Salt
@@ -180,7 +185,7 @@ file_roots:
 EOF
 SALT=("$PY" "$SRC/scripts")
 $PY "$SRC/scripts/salt-master" -c "$ROOT/s/etc/master" -l warning >"$ROOT/s-master.out" 2>&1 &
-PIDS+=($!)
+PIDS+=($!); disown
 for i in $(seq 0 $((N - 1))); do
   id=$(printf 'sim-%05d' "$i")
   mkdir -p "$ROOT/s/etc/$id"
@@ -199,7 +204,7 @@ grains:
   fleetsim_dir: $ROOT/s/files
 EOF
   $PY "$SRC/scripts/salt-minion" -c "$ROOT/s/etc/$id" -l warning >"$ROOT/s-$id.out" 2>&1 &
-  PIDS+=($!)
+  PIDS+=($!); disown
 done
 up=0
 for _ in $(seq 1 180); do
