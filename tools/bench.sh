@@ -125,6 +125,7 @@ medians() {
 # metric FILE BENCH UNIT: the median of one metric of one benchmark, for
 # ratios and goals (empty if absent).
 metric() {
+  [[ -f "$1" ]] || return 0
   medians "$1" | awk -F' *[|] *' -v b="$2" -v u="$3" '
     $2 == b { if (u == "ns/op") print $4; else if (u == "B/op") print $5; else if (u == "allocs/op") print $6;
               else { n = split($7, p, ", "); for (i = 1; i <= n; i++) { split(p[i], kv, " "); if (kv[2] == u) print kv[1] } } }'
@@ -331,7 +332,7 @@ rps=$(awk -F' *[|] *' '$2 ~ /^[0-9]+$/ { print $5 }' "$OUT/reactorbench-max.txt"
   echo "| state.apply, 20-file highstate, $STATES_N simulated devices: publish → last return p50 ≤ 3 s (p99 ${st99:-—} ms; published after ${stpub:-—} ms; slowest device ${stdev:-—} ms; load avg ${stload:-—}) | ${st50:+$st50 ms} | $(judge "$st50" 3000) | fleetsim -states -n $STATES_N -rounds $STATES_ROUNDS |"
   echo "| the same behind 2 relays, p50 ≤ 3 s (p99 ${sr99:-—} ms) | ${sr50:+$sr50 ms} | $(judge "$sr50" 3000) | fleetsim -states -relays 2 -n $STATES_N -rounds $STATES_ROUNDS |"
   echo "| compound target, 100k minions, compile+match ≤ 400 ns/minion | ${cmp:+$cmp ns} | $(judge "$cmp" 400) | go test -bench BenchmarkCompound -cpu 1 ./targets/ |"
-} | { if [[ -n "$ONLY" ]]; then grep -v "| not measured |"; else cat; fi; } | tee "$OUT/goals.md"
+} | { if [[ -n "$ONLY" ]]; then grep -v -e "| not measured |" -e "| — |"; else cat; fi; } | tee "$OUT/goals.md"
 
 echo
 echo "raw output: $OUT   (whole run: $((SECONDS - START)) s)"

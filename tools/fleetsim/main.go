@@ -85,26 +85,6 @@ func main() {
 		}
 		return
 	}
-	if *relays > 0 {
-		if !*asJSON {
-			fmt.Printf("fleetsim: GOMAXPROCS=%d, %d rounds after %d warm-up, devices behind relays\n", runtime.GOMAXPROCS(0), *rounds, *warmup)
-			fmt.Println("| devices | relays | connect all | p50 publish→last return | p99 | min | max | relay RSS per device | storm: all back |")
-			fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-		}
-		for _, s := range strings.Split(*ns, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(s))
-			if err == nil && n > 0 {
-				err = measureRelays(n, *relays, *rounds, *warmup, *storm, *ramp, relayAdmit(*admit, *relays), *asJSON)
-			} else {
-				err = fmt.Errorf("bad fleet size %q", s)
-			}
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "fleetsim:", err)
-				os.Exit(1)
-			}
-		}
-		return
-	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -121,6 +101,26 @@ func main() {
 			n, err := strconv.Atoi(strings.TrimSpace(s))
 			if err == nil && n > 0 {
 				err = measureStates(n, *relays, *rounds, *warmup, *stateFiles, *asJSON, *ramp, relayAdmit(*admit, max(*relays, 1)))
+			} else {
+				err = fmt.Errorf("bad fleet size %q", s)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "fleetsim:", err)
+				os.Exit(1)
+			}
+		}
+		return
+	}
+	if *relays > 0 {
+		if !*asJSON {
+			fmt.Printf("fleetsim: GOMAXPROCS=%d, %d rounds after %d warm-up, devices behind relays\n", runtime.GOMAXPROCS(0), *rounds, *warmup)
+			fmt.Println("| devices | relays | connect all | p50 publish→last return | p99 | min | max | relay RSS per device | storm: all back |")
+			fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		}
+		for _, s := range strings.Split(*ns, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err == nil && n > 0 {
+				err = measureRelays(n, *relays, *rounds, *warmup, *storm, *ramp, relayAdmit(*admit, *relays), *asJSON)
 			} else {
 				err = fmt.Errorf("bad fleet size %q", s)
 			}
