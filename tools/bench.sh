@@ -13,6 +13,12 @@
 #      wall time of `halite '*' test.ping`, and idle RSS.
 #   3b. tools/failoverbench: 1000 agents in failover mode, the active master
 #      SIGKILLed, then back: time to every agent on the next master, returns lost.
+#   2e. States (issue 16): agent/state BenchmarkApplyUnchanged,
+#      BenchmarkManagedUnchanged and BenchmarkApplyManagedUnchanged (50
+#      unchanged file.managed), master/statecomp BenchmarkCompileHighstate,
+#      then tools/fleetsim -states: state.apply of a 20-file highstate to
+#      STATES_N simulated devices running the agent's state engine, directly
+#      and behind 2 relays.
 #   4. `make cross`: the agent binary's size per architecture.
 # then a table of goals with what was measured. The whole run is bounded
 # (BENCH_BUDGET seconds, default 600); a step that fails or runs out of time
@@ -22,7 +28,13 @@
 #
 # Knobs: BENCH_COUNT (5), BENCH_TIME (1s), BENCH_BUDGET (900),
 #        FLEETSIM_N (100,1000,5000), FLEETSIM_ROUNDS (10), PROCBENCH_N (100),
-#        FAILOVER_N (1000), RELAY_N (10000), RELAY_R (10).
+#        FAILOVER_N (1000), RELAY_N (10000), RELAY_R (10), STATES_N (1000),
+#        STATES_ROUNDS (5),
+#        BENCH_ONLY: a comma-separated subset of the steps to run: micro,
+#        fleetsim, relays, reactor, engines, procbench, failover, states,
+#        cross (e.g. BENCH_ONLY=states); the goal table then shows only the
+#        goals measured. tools/saltcompare.sh (Salt 3006 side by side) is
+#        not part of the run: it installs Debian packages.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO="${GO:-go}"
@@ -35,10 +47,16 @@ PROCBENCH_N="${PROCBENCH_N:-100}"
 FAILOVER_N="${FAILOVER_N:-1000}"
 RELAY_N="${RELAY_N:-10000}"
 RELAY_R="${RELAY_R:-10}"
+STATES_N="${STATES_N:-1000}"
+STATES_ROUNDS="${STATES_ROUNDS:-5}"
+ONLY="${BENCH_ONLY:-}"
+# want STEP: whether BENCH_ONLY (empty: everything) names STEP.
+want() { [[ -z "$ONLY" || ",$ONLY," == *",$1,"* ]]; }
 # Ten thousand QUIC connections need the descriptors and socket buffers.
 ulimit -n 20000 2>/dev/null || true
 OUT="${BENCH_OUT:-$(mktemp -d -t halite-bench.XXXXXX)}"
 mkdir -p "$OUT"
+A="$OUT/bench-all.txt" # the micro-benchmarks, read by the goals too
 START=$SECONDS
 FAILED=()
 trap 'echo; echo "bench: interrupted"; exit 130' INT TERM
@@ -107,6 +125,7 @@ medians() {
 # metric FILE BENCH UNIT: the median of one metric of one benchmark, for
 # ratios and goals (empty if absent).
 metric() {
+  [[ -f "$1" ]] || return 0
   medians "$1" | awk -F' *[|] *' -v b="$2" -v u="$3" '
     $2 == b { if (u == "ns/op") print $4; else if (u == "B/op") print $5; else if (u == "allocs/op") print $6;
               else { n = split($7, p, ", "); for (i = 1; i <= n; i++) { split(p[i], kv, " "); if (kv[2] == u) print kv[1] } } }'
@@ -138,8 +157,11 @@ for k in net.core.rmem_max net.core.wmem_max; do
   fi
   echo "$k: $(sysctl -n "$k" 2>/dev/null || echo unknown)"
 done
-[[ -x bin/halite-agent && -x bin/halite-master && -x bin/halite ]] || make build || exit 1
+if want procbench || want failover || want engines; then
+  [[ -x bin/halite-agent && -x bin/halite-master && -x bin/halite ]] || make build || exit 1
+fi
 
+if want micro; then
 say "1. Go micro-benchmarks (-count $COUNT, -benchtime $BTIME; medians)"
 # go test gets its own -timeout at the step's limit, so that the test
 # binary ends itself even though only the go command is timed out.
@@ -160,7 +182,6 @@ if (cd /tmp && timeout 60 "$GO" run golang.org/x/perf/cmd/benchstat@latest -h >/
 fi
 medians "$OUT/bench-all.txt" | tee "$OUT/medians.md"
 
-A="$OUT/bench-all.txt"
 verify=$(metric "$A" Verify ns/op)
 hmac=$(metric "$A" HMAC/key=reused ns/op)
 echo
@@ -177,6 +198,9 @@ echo "| ed25519 Sign / HMAC-SHA256 (key reused) | $(ratio "$(metric "$A" Sign ns
 echo "| SaveReturn returns/s: writers=64 / writers=1 | $(ratio "$(metric "$A" SaveReturn/writers=64 returns/s)" "$(metric "$A" SaveReturn/writers=1 returns/s)") |"
 echo "| compile+match 100k / 1k minions, ns/minion | $(ratio "$(metric "$A" Compound/phase=compile+match/grains=index/minions=100000 ns/minion)" "$(metric "$A" Compound/phase=compile+match/grains=index/minions=1000 ns/minion)") |"
 
+fi
+
+if want fleetsim; then
 say "2. Fleet simulator (one process: real master, simulated agents over real QUIC)"
 if "$GO" build -o "$OUT/fleetsim" ./tools/fleetsim; then
   step fleetsim 240 "$OUT/fleetsim" -n "$FLEETSIM_N" -rounds "$FLEETSIM_ROUNDS"
@@ -184,11 +208,17 @@ else
   FAILED+=(fleetsim-build)
 fi
 
+fi
+
+if want relays; then
 say "2d. Devices behind relays: $RELAY_N simulated devices behind $RELAY_R relays, then a relay restart"
-if [[ -x "$OUT/fleetsim" ]]; then
+if [[ -x "$OUT/fleetsim" ]] || "$GO" build -o "$OUT/fleetsim" ./tools/fleetsim; then
   step fleetsim-relays 300 "$OUT/fleetsim" -relays "$RELAY_R" -n "$RELAY_N" -rounds 10 -ramp 400 -storm term -json
 fi
 
+fi
+
+if want reactor; then
 say "2b. Reactor: tag matching and rendering (go test), then end to end (tools/reactorbench)"
 step bench-reactor 120 "$GO" test -run '^$' -benchmem -count 1 -timeout "$(left 120)s" -bench . ./reactor/
 if "$GO" build -o "$OUT/reactorbench" ./tools/reactorbench; then
@@ -198,6 +228,9 @@ else
   FAILED+=(reactorbench-build)
 fi
 
+fi
+
+if want engines; then
 say "2c. Engines and beacons: a Starlark engine counting events (go test), then five beacons' cost (tools/beaconbench)"
 step bench-engines 120 "$GO" test -run '^$' -benchmem -count "$COUNT" -benchtime 200000x -timeout "$(left 120)s" -bench BenchmarkCountingEngine ./engines/starlark/
 medians "$OUT/bench-engines.txt" 2>/dev/null
@@ -207,6 +240,9 @@ else
   FAILED+=(beaconbench-build)
 fi
 
+fi
+
+if want procbench; then
 say "3. Real processes: a halite-master and $PROCBENCH_N halite-agents on loopback"
 if "$GO" build -o "$OUT/procbench" ./tools/procbench; then
   step procbench 180 "$OUT/procbench" -bin bin -n "$PROCBENCH_N" -timeout "$(left 170)s"
@@ -214,6 +250,9 @@ else
   FAILED+=(procbench-build)
 fi
 
+fi
+
+if want failover; then
 say "3b. Multimaster failover and failback: 2 real masters, $FAILOVER_N real agents in one process"
 if "$GO" build -o "$OUT/failoverbench" ./tools/failoverbench; then
   step failoverbench 240 "$OUT/failoverbench" -bin bin -n "$FAILOVER_N" -alive 5 -timeout "$(left 230)s"
@@ -221,8 +260,29 @@ else
   FAILED+=(failoverbench-build)
 fi
 
+fi
+
+if want states; then
+say "2e. States: the agent applying unchanged states, the master compiling a 20-file highstate, state.apply to $STATES_N simulated devices"
+step bench-states-agent 150 "$GO" test -run '^$' -benchmem -count "$COUNT" -benchtime "$BTIME" -timeout "$(left 150)s" \
+  -bench 'BenchmarkApplyUnchanged|BenchmarkManagedUnchanged|BenchmarkApplyManagedUnchanged' ./agent/state/
+step bench-statecomp 150 "$GO" test -run '^$' -benchmem -count 3 -benchtime 3x -timeout "$(left 150)s" \
+  -bench BenchmarkCompileHighstate ./master/statecomp/
+cat "$OUT"/bench-states-agent.txt "$OUT"/bench-statecomp.txt > "$OUT/bench-states.txt" 2>/dev/null
+medians "$OUT/bench-states.txt"
+if [[ -x "$OUT/fleetsim" ]] || "$GO" build -o "$OUT/fleetsim" ./tools/fleetsim; then
+  step fleetsim-states 240 "$OUT/fleetsim" -states -n "$STATES_N" -rounds "$STATES_ROUNDS" -phases -json
+  step fleetsim-states-relays 300 "$OUT/fleetsim" -states -relays 2 -n "$STATES_N" -rounds "$STATES_ROUNDS" -phases -json
+else
+  FAILED+=(fleetsim-build)
+fi
+fi
+
+if want cross; then
 say "4. Agent binary size per architecture (make cross: stripped, -trimpath)"
 step cross 240 make --no-print-directory cross
+
+fi
 
 # Goals: what the issue asks for, against what was measured above.
 say "Goals"
@@ -240,6 +300,14 @@ fop99=$(fo failover 6); folost=$(fo failover 9); fbp99=$(fo failback 6); fblost=
 # rj FIELD: a number from the relay run's JSON line.
 rj() { grep -o "\"$1\":[0-9.]*" "$OUT/fleetsim-relays.txt" 2>/dev/null | tail -1 | cut -d: -f2 | awk '{ printf "%.1f", $1 }'; }
 rlp99=$(rj p99_ms); rlp50=$(rj p50_ms); rlkib=$(rj relay_kib_per_device); rlstorm=$(rj storm_all_back_s); rlmkib=$(rj master_kib_per_device)
+# sj FILE FIELD: a number from a -states run's JSON line.
+sj() { grep -o "\"$2\":[0-9.]*" "$OUT/$1.txt" 2>/dev/null | tail -1 | cut -d: -f2 | awk '{ printf "%.0f", $1 }'; }
+st50=$(sj fleetsim-states p50_ms); st99=$(sj fleetsim-states p99_ms); stpub=$(sj fleetsim-states published_p50_ms)
+stdev=$(sj fleetsim-states device_apply_max_p50_ms); stload=$(sj fleetsim-states load_avg)
+sr50=$(sj fleetsim-states-relays p50_ms); sr99=$(sj fleetsim-states-relays p99_ms)
+S="$OUT/bench-states.txt"
+mu=$(metric "$S" ApplyManagedUnchanged ms/50states)
+cps=$(metric "$S" CompileHighstate/grains=id/devices=10000 devices/s)
 rp99=$(awk -F' *[|] *' '$2 ~ /^[0-9]+$/ { print $7 }' "$OUT/reactorbench-1000.txt" 2>/dev/null)
 rps=$(awk -F' *[|] *' '$2 ~ /^[0-9]+$/ { print $5 }' "$OUT/reactorbench-max.txt" 2>/dev/null)
 {
@@ -259,8 +327,12 @@ rps=$(awk -F' *[|] *' '$2 ~ /^[0-9]+$/ { print $5 }' "$OUT/reactorbench-max.txt"
   echo "| $RELAY_N devices behind $RELAY_R relays: test.ping p99 ≤ 1 s (p50 ${rlp50:-—} ms) | ${rlp99:+$rlp99 ms} | $(judge "$rlp99" 1000) | fleetsim -relays $RELAY_R -n $RELAY_N -rounds 10 -ramp 400 -storm term -json |"
   echo "| relay memory per device ≤ 40 KiB (master: ${rlmkib:-—} KiB per relayed device) | ${rlkib:+$rlkib KiB} | $(judge "$rlkib" 40) | (same) |"
   echo "| relay restart: all $RELAY_N devices back ≤ 20 s | ${rlstorm:+$rlstorm s} | $(judge "$rlstorm" 20) | (same) |"
+  echo "| agent applying 50 unchanged file.managed states (through the engine) ≤ 50 ms | ${mu:+$mu ms} | $(judge "$mu" 50) | go test -bench BenchmarkApplyManagedUnchanged ./agent/state/ |"
+  echo "| master compiling a 20-file highstate for 10,000 devices with per-device grains ≥ 5,000 devices/s | ${cps:+$cps devices/s} | $([[ -n $cps ]] && judge 5000 "$cps" || echo "not measured") | go test -bench BenchmarkCompileHighstate ./master/statecomp/ |"
+  echo "| state.apply, 20-file highstate, $STATES_N simulated devices: publish → last return p50 ≤ 3 s (p99 ${st99:-—} ms; published after ${stpub:-—} ms; slowest device ${stdev:-—} ms; load avg ${stload:-—}) | ${st50:+$st50 ms} | $(judge "$st50" 3000) | fleetsim -states -n $STATES_N -rounds $STATES_ROUNDS |"
+  echo "| the same behind 2 relays, p50 ≤ 3 s (p99 ${sr99:-—} ms) | ${sr50:+$sr50 ms} | $(judge "$sr50" 3000) | fleetsim -states -relays 2 -n $STATES_N -rounds $STATES_ROUNDS |"
   echo "| compound target, 100k minions, compile+match ≤ 400 ns/minion | ${cmp:+$cmp ns} | $(judge "$cmp" 400) | go test -bench BenchmarkCompound -cpu 1 ./targets/ |"
-} | tee "$OUT/goals.md"
+} | { if [[ -n "$ONLY" ]]; then grep -v -e "| not measured |" -e "| — |"; else cat; fi; } | tee "$OUT/goals.md"
 
 echo
 echo "raw output: $OUT   (whole run: $((SECONDS - START)) s)"

@@ -2,8 +2,9 @@
 // agent has its own ed25519 identity and its own QUIC connection to a real
 // master, speaks the real protocol, verifies every job's signature and
 // signs every return, but runs no modules: it answers test.ping (true) and
-// test.echo (its first argument) and fails anything else. Connections share
-// a few UDP sockets, as a relay's would.
+// test.echo (its first argument) and fails anything else, unless
+// Options.Exec runs the jobs (tools/fleetsim -states runs the agent's state
+// engine there). Connections share a few UDP sockets, as a relay's would.
 package fleet
 
 import (
@@ -27,11 +28,20 @@ import (
 
 // Options shape a simulated fleet.
 type Options struct {
-	N          int    // agents
-	Prefix     string // ids are Prefix + a 5-digit number; default "sim-"
-	PerSocket  int    // connections per UDP socket; default 500
-	MasterFP   string // the master's fingerprint to pin; "" trusts any
-	Grains     map[string]any
+	N         int    // agents
+	Prefix    string // ids are Prefix + a 5-digit number; default "sim-"
+	PerSocket int    // connections per UDP socket; default 500
+	MasterFP  string // the master's fingerprint to pin; "" trusts any
+	Grains    map[string]any
+	// GrainsFor, if set, gives each agent its own grains (by id) instead
+	// of Grains.
+	GrainsFor func(id string) map[string]any
+	// Exec, if set, runs every job instead of the built-in test.ping and
+	// test.echo, as the agent's executor does: in a goroutine of its own,
+	// the return going back when it is done. It gets the agent's id and
+	// the verified job, which other agents may share (read-only), and
+	// returns what the agent's return carries.
+	Exec       func(ctx context.Context, id string, b *protocol.JobBody) (ret any, retcode int, success bool)
 	MaxBackoff time.Duration // reconnect backoff ceiling; default 5s
 	// Seed, if set, derives every agent's key from it and the agent's id
 	// (else keys are random), so that PreAccept can record them first.
@@ -361,7 +371,11 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 	if err != nil {
 		return err
 	}
-	hello := &protocol.Hello{ID: a.id, Version: "fleetsim", Caps: protocol.CapabilityVersion, Grains: f.opts.Grains,
+	grains := f.opts.Grains
+	if f.opts.GrainsFor != nil {
+		grains = f.opts.GrainsFor(a.id)
+	}
+	hello := &protocol.Hello{ID: a.id, Version: "fleetsim", Caps: protocol.CapabilityVersion, Grains: grains,
 		KX: kx.Public(), KXSig: protocol.SignAgentKX(a.ident, a.id, kx.Public())}
 	if err := fr.Write(hello); err != nil {
 		return err
@@ -419,6 +433,10 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 		if err != nil {
 			return err
 		}
+		if f.opts.Exec != nil {
+			go f.exec(ctx, a, body, fr, macKey)
+			continue
+		}
 		ret := &protocol.ReturnBody{ID: a.id, JID: body.JID, Fun: body.Fun, FunArgs: body.Arg, Success: true,
 			Stamp: time.Now().UTC().Format("2006-01-02T15:04:05.000000")}
 		switch body.Fun {
@@ -441,6 +459,29 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 		}
 		f.jobs.Add(1)
 	}
+}
+
+// exec runs a job with Options.Exec and writes its return as the agent's
+// runJob does (agent/session.go): fun_args are the job's arguments and,
+// when it has any, its kwargs as one map.
+func (f *Fleet) exec(ctx context.Context, a *simAgent, b *protocol.JobBody, fr *protocol.Framer, macKey []byte) {
+	r, rc, ok := f.opts.Exec(ctx, a.id, b)
+	funArgs := append([]any{}, b.Arg...)
+	if len(b.Kwarg) > 0 {
+		funArgs = append(funArgs, b.Kwarg)
+	}
+	ret := &protocol.ReturnBody{ID: a.id, JID: b.JID, Fun: b.Fun, FunArgs: funArgs, Return: r, Retcode: rc, Success: ok,
+		Stamp: time.Now().UTC().Format("2006-01-02T15:04:05.000000")}
+	signed, err := protocol.MACReturn(macKey, ret)
+	if err != nil {
+		f.noteErr(fmt.Errorf("return of %s: %w", b.Fun, err))
+		return
+	}
+	if err := fr.Write(signed); err != nil {
+		f.noteErr(fmt.Errorf("return of %s: %w", b.Fun, err))
+		return
+	}
+	f.jobs.Add(1)
 }
 
 // openJob verifies a job once per distinct signed body and master key.

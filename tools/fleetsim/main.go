@@ -6,6 +6,7 @@
 //
 //	fleetsim [-n 100,1000,5000] [-rounds 10] [-warmup 1]
 //	fleetsim -relays 10 -n 10000 [-storm term|kill] [-json]
+//	fleetsim -states [-state-files] [-relays 2] -n 1000 [-rounds 5] [-json]
 //
 // With -relays R the devices reach the master through R real relays
 // (package relay), run in a child process of this program so that their
@@ -13,6 +14,10 @@
 // SIGTERM, a restart; kill: SIGKILL, a crash), starts it again on the same
 // ports, and times until every device is back.
 // -json prints one JSON object per fleet size instead of a table row.
+//
+// -states times `halite 'sim-*' state.apply` of a 20-file highstate
+// instead of test.ping: compiled per device on the master, run by each
+// simulated device with the agent's own state engine (states.go).
 package main
 
 import (
@@ -49,14 +54,25 @@ func main() {
 	per := flag.Int("per", 0, "internal: -relay-child's devices per relay")
 	admit := flag.Int("admit", 0, "with -relays: each relay's admit rate, devices a second (0: the relays' share of what this machine's cores handshake, about 1500 a second over all)")
 	root := flag.String("root", "", "internal: -relay-child's directory")
+	fileRoots := flag.String("file-roots", "", "internal: -master-child's file_roots")
+	states := flag.Bool("states", false, "time state.apply of a 20-file highstate (test states) instead of test.ping")
+	writeStates := flag.String("write-states", "", "write the -states highstate (with -state-files: its file.managed too) into this directory and exit (tools/saltcompare.sh gives Salt the same SLS)")
+	stateFiles := flag.Bool("state-files", false, "with -states: each SLS also manages a file in the device's own directory (every device a variant of its own)")
 	listen := flag.String("listen", "", "internal: -relay-child's addresses")
 	flag.Parse()
 	if a := os.Getenv("FLEETSIM_PPROF"); a != "" && !*child && !*masterChildFlag {
 		// Profiling the simulator and its master: go tool pprof http://<a>/debug/pprof/profile
 		go http.ListenAndServe(a, nil)
 	}
+	if *writeStates != "" {
+		if err := writeStateRoots(*writeStates, *stateFiles); err != nil {
+			fmt.Fprintln(os.Stderr, "fleetsim:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *masterChildFlag {
-		if err := runMasterChild(*root); err != nil {
+		if err := runMasterChild(*root, *fileRoots); err != nil {
 			fmt.Fprintln(os.Stderr, "fleetsim master:", err)
 			os.Exit(1)
 		}
@@ -66,6 +82,32 @@ func main() {
 		if err := relayChild(*master, *root, *listen, *relays, *per, *admit); err != nil {
 			fmt.Fprintln(os.Stderr, "fleetsim relays:", err)
 			os.Exit(1)
+		}
+		return
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fleetsim:", err)
+			os.Exit(1)
+		}
+		profileTo = f
+	}
+	if *states {
+		if !*asJSON {
+			stateHeader(*rounds, *warmup)
+		}
+		for _, s := range strings.Split(*ns, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err == nil && n > 0 {
+				err = measureStates(n, *relays, *rounds, *warmup, *stateFiles, *asJSON, *ramp, relayAdmit(*admit, max(*relays, 1)))
+			} else {
+				err = fmt.Errorf("bad fleet size %q", s)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "fleetsim:", err)
+				os.Exit(1)
+			}
 		}
 		return
 	}
@@ -88,14 +130,6 @@ func main() {
 			}
 		}
 		return
-	}
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "fleetsim:", err)
-			os.Exit(1)
-		}
-		profileTo = f
 	}
 	if err := run(*ns, *rounds, *warmup); err != nil {
 		fmt.Fprintln(os.Stderr, "fleetsim:", err)

@@ -81,7 +81,7 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	// machine: inside this one it would be one goroutine among the
 	// simulated devices' tens of thousands and starve when they all
 	// reconnect at once.
-	m, err := startMasterChild(root)
+	m, err := startMasterChild(root, "")
 	if err != nil {
 		return err
 	}
@@ -410,13 +410,13 @@ type masterChild struct {
 
 // startMasterChild runs this program with -master-child and reads the
 // master's address, local API socket and key fingerprint from its first
-// line of output.
-func startMasterChild(root string) (*masterChild, error) {
+// line of output. fileRoots, if set, is its file_roots' base directory.
+func startMasterChild(root, fileRoots string) (*masterChild, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, "-master-child", "-root", root)
+	cmd := exec.Command(exe, "-master-child", "-root", root, "-file-roots", fileRoots)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -448,14 +448,19 @@ func startMasterChild(root string) (*masterChild, error) {
 	return m, nil
 }
 
-// runMasterChild is -master-child: run a master under root until stdin
-// closes or a signal.
-func runMasterChild(root string) error {
+// runMasterChild is -master-child: run a master under root (with
+// fileRoots as file_roots' base, if set) until stdin closes or a signal.
+func runMasterChild(root, fileRoots string) error {
 	if a := os.Getenv("FLEETSIM_MASTER_PPROF"); a != "" {
 		go http.ListenAndServe(a, nil)
 	}
 	// fleet.StartRelays names its relays relay-00, relay-01...
-	m, err := fleet.StartMaster(root, func(c *config.Master) { c.RelayAllow = []string{"relay-*"} })
+	m, err := fleet.StartMaster(root, func(c *config.Master) {
+		c.RelayAllow = []string{"relay-*"}
+		if fileRoots != "" {
+			c.FileRoots = map[string][]string{"base": {fileRoots}}
+		}
+	})
 	if err != nil {
 		return err
 	}
