@@ -445,10 +445,7 @@ func (a *Agent) runJob(ctx context.Context, b *protocol.JobBody, out *outbox) {
 			JID: b.JID, Fun: b.Fun, Args: b.Arg, Kwargs: b.Kwarg, Tgt: b.Tgt, TgtType: b.TgtType, User: b.User,
 			Timeout: time.Duration(b.Timeout) * time.Second,
 		})
-		funArgs = append([]any{}, b.Arg...)
-		if len(b.Kwarg) > 0 {
-			funArgs = append(funArgs, b.Kwarg)
-		}
+		funArgs = b.ReturnFunArgs()
 	}
 	ret := &protocol.ReturnBody{
 		ID: a.cfg.ID, JID: b.JID, Fun: b.Fun, FunArgs: funArgs,

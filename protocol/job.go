@@ -120,3 +120,22 @@ func IsJID(s string) bool {
 	}
 	return true
 }
+
+// ReturnFunArgs is the fun_args of the job's return: its positional
+// arguments and, when it has any, its kwargs as one map, without the data
+// the master attaches under "__" keys (a state job's compiled __state__
+// and __for__, synced engine files): a return carries the user's
+// arguments, as Salt's do, not a second copy of the compiled states.
+func (b *JobBody) ReturnFunArgs() []any {
+	out := append(make([]any, 0, len(b.Arg)+1), b.Arg...)
+	kw := make(map[string]any, len(b.Kwarg))
+	for k, v := range b.Kwarg {
+		if !strings.HasPrefix(k, "__") {
+			kw[k] = v
+		}
+	}
+	if len(kw) > 0 {
+		out = append(out, kw)
+	}
+	return out
+}

@@ -145,3 +145,21 @@ func TestJobForRelayRoundTrip(t *testing.T) {
 		t.Errorf("job with ids does not open: %v", err)
 	}
 }
+
+// TestReturnFunArgs: a return's fun_args are the user's arguments, as
+// Salt's minion returns data["arg"] (salt/minion.py _thread_return), never
+// the data the master attaches under "__" keys.
+func TestReturnFunArgs(t *testing.T) {
+	b := &JobBody{Arg: []any{"a"}, Kwarg: map[string]any{"test": true, "__state__": map[string]any{"low": []any{}}, "__for__": []any{"x"}}}
+	got := b.ReturnFunArgs()
+	if len(got) != 2 || got[0] != "a" {
+		t.Fatalf("ReturnFunArgs = %v", got)
+	}
+	kw, _ := got[1].(map[string]any)
+	if len(kw) != 1 || kw["test"] != true {
+		t.Errorf("kwargs in fun_args = %v, want only test", kw)
+	}
+	if got := (&JobBody{Arg: []any{1}, Kwarg: map[string]any{"__for__": []any{"x"}}}).ReturnFunArgs(); len(got) != 1 {
+		t.Errorf("only __ kwargs: fun_args = %v, want the positional one", got)
+	}
+}

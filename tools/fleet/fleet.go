@@ -462,15 +462,10 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 }
 
 // exec runs a job with Options.Exec and writes its return as the agent's
-// runJob does (agent/session.go): fun_args are the job's arguments and,
-// when it has any, its kwargs as one map.
+// runJob does (agent/session.go): fun_args are JobBody.ReturnFunArgs.
 func (f *Fleet) exec(ctx context.Context, a *simAgent, b *protocol.JobBody, fr *protocol.Framer, macKey []byte) {
 	r, rc, ok := f.opts.Exec(ctx, a.id, b)
-	funArgs := append([]any{}, b.Arg...)
-	if len(b.Kwarg) > 0 {
-		funArgs = append(funArgs, b.Kwarg)
-	}
-	ret := &protocol.ReturnBody{ID: a.id, JID: b.JID, Fun: b.Fun, FunArgs: funArgs, Return: r, Retcode: rc, Success: ok,
+	ret := &protocol.ReturnBody{ID: a.id, JID: b.JID, Fun: b.Fun, FunArgs: b.ReturnFunArgs(), Return: r, Retcode: rc, Success: ok,
 		Stamp: time.Now().UTC().Format("2006-01-02T15:04:05.000000")}
 	signed, err := protocol.MACReturn(macKey, ret)
 	if err != nil {
