@@ -17,12 +17,13 @@ import (
 // reads plain YAML only; a file with Jinja in it is refused, naming it,
 // unless the build has a renderer (-tags reactor: funcs_jinja.go).
 //
-// MINIMAL COMPILER — to be replaced by package state's compiler at merge:
-// localCompile below does only what plain SLS files need for the tests and
-// simple devices: top.sls with glob targets, include (absolute and
+// The agent's own compiler is deliberately small (package state's full
+// compiler would cost the armv7 agent about 130 KB): localCompile does what
+// plain SLS files on a device need: top.sls with glob targets, include (absolute and
 // relative), several functions under one ID, names, the requisite _in
 // forms, order (numbers, first, last) and definition order. It does not do
-// extend, use, exclude, or Salt's verify_high messages.
+// extend, use or exclude (refused, naming the file and line) or Salt's
+// verify_high messages; the master's compile does them all.
 
 // jinjaRender renders a Jinja SLS; nil in the default build.
 var jinjaRender func(h Host, file string, src []byte, vars map[string]any) (string, error)
@@ -313,7 +314,7 @@ func (c *localCompiler) load(env, name string) {
 			}
 			continue
 		case "extend", "exclude":
-			c.errs = append(c.errs, fmt.Sprintf("%s:%d: %s needs package state's compiler (minimal masterless compiler)", file, e.Line, e.ID))
+			c.errs = append(c.errs, fmt.Sprintf("%s:%d: %s is not supported by the agent's own (masterless) compiler; without --local, the master compiles it", file, e.Line, e.ID))
 			continue
 		}
 		body, ok := e.Value.(map[string]any)
