@@ -22,7 +22,9 @@ func TestARMv7AgentUnderQEMU(t *testing.T) {
 		}
 	}
 	bin := filepath.Join(t.TempDir(), "halite-agent-armv7")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "../cmd/halite-agent")
+	// Built as make cross builds it for armv7 (AGENT_GCFLAGS_SMALL,
+	// AGENT_LDFLAGS_ARM: no inlining, 4 KiB segment alignment).
+	build := exec.Command("go", "build", "-trimpath", "-gcflags=all=-l", "-ldflags", "-s -w -R 0x1000", "-o", bin, "../cmd/halite-agent")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm", "GOARM=7")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("cross-build: %v\n%s", err, out)
