@@ -57,3 +57,5 @@ require (
 	golang.org/x/tools v0.51.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace go.uber.org/zap => ./third_party/zap

@@ -161,7 +161,7 @@ func (a *Agent) mineRun(ctx context.Context, defs map[string]any) map[string]any
 		res := a.exec.Run(ctx, exec.Request{JID: a.jids.Next(), Fun: f.fun, Args: f.args, Kwargs: f.kwargs, User: "mine"})
 		if !res.Success {
 			a.log.Error("mine function failed; its mine data are not updated", zap.String("function", f.fun),
-				zap.String("alias", alias), zap.Any("return", res.Return))
+				zap.String("alias", alias), zap.Reflect("return", res.Return))
 			continue
 		}
 		if f.allowTgt != "" {

@@ -105,12 +105,14 @@ func encodeReturn(ret *protocol.ReturnBody, log *zap.Logger) ([]byte, error) {
 	if err == nil && len(enc) <= protocol.DefaultMaxFrame-4096 {
 		return enc, nil
 	}
+	why := ""
 	if err != nil {
-		ret.Return = "return could not be encoded: " + err.Error()
+		why = "return could not be encoded: " + err.Error()
 	} else {
-		ret.Return = fmt.Sprintf("return too large: %d bytes encoded, the limit is %d", len(enc), protocol.DefaultMaxFrame-4096)
+		why = fmt.Sprintf("return too large: %d bytes encoded, the limit is %d", len(enc), protocol.DefaultMaxFrame-4096)
 	}
-	log.Error("scheduled job's return replaced", zap.String("jid", ret.JID), zap.Any("why", ret.Return))
+	ret.Return = why
+	log.Error("scheduled job's return replaced", zap.String("jid", ret.JID), zap.String("why", why))
 	ret.Retcode, ret.Success = 1, false
 	enc, err = protocol.Marshal(ret)
 	if err != nil {

@@ -347,7 +347,7 @@ func (m *Manager) runOnce(ctx context.Context, s Spec, f Factory, log *zap.Logge
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("engine panicked: %v", r)
-			log.Error("engine panicked", zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+			log.Error("engine panicked", zap.String("panic", fmt.Sprint(r)), zap.ByteString("stack", debug.Stack()))
 		}
 	}()
 	e, err := build(f, s)

@@ -6,16 +6,12 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
-	"time"
 )
 
 // MasterPinFile is the file in an agent's pki_dir that holds the master's
@@ -34,20 +30,15 @@ type Identity struct {
 
 // NewIdentity returns an identity for an existing private key.
 func NewIdentity(priv ed25519.PrivateKey) (*Identity, error) {
+	if len(priv) != ed25519.PrivateKeySize {
+		return nil, fmt.Errorf("make certificate: ed25519 private key of %d bytes", len(priv))
+	}
 	id := &Identity{Priv: priv, Pub: priv.Public().(ed25519.PublicKey)}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "halite " + Fingerprint(id.Pub)},
-		NotBefore:    time.Unix(0, 0),
-		NotAfter:     time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, id.Pub, priv)
-	if err != nil {
-		return nil, fmt.Errorf("make certificate: %w", err)
-	}
-	id.cert = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: priv}
+	// The self-signed certificate crypto/x509's CreateCertificate made
+	// (see der.go): serial 1, CN "halite <fingerprint>", 1970 to 9999,
+	// digitalSignature, serverAuth and clientAuth.
+	cert := selfSignedCert(priv, "halite "+Fingerprint(id.Pub))
+	id.cert = tls.Certificate{Certificate: [][]byte{cert}, PrivateKey: priv}
 	return id, nil
 }
 
@@ -71,13 +62,9 @@ func LoadOrCreateIdentity(dir, name string) (id *Identity, created bool, err err
 		if blk == nil || blk.Type != "PRIVATE KEY" {
 			return nil, false, fmt.Errorf("read key %s: no PRIVATE KEY block", privPath)
 		}
-		k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+		priv, err := parsePKCS8(blk.Bytes)
 		if err != nil {
 			return nil, false, fmt.Errorf("read key %s: %w", privPath, err)
-		}
-		priv, ok := k.(ed25519.PrivateKey)
-		if !ok {
-			return nil, false, fmt.Errorf("read key %s: not an ed25519 key", privPath)
 		}
 		id, err := NewIdentity(priv)
 		return id, false, err
@@ -91,11 +78,7 @@ func LoadOrCreateIdentity(dir, name string) (id *Identity, created bool, err err
 	if err != nil {
 		return nil, false, fmt.Errorf("generate key: %w", err)
 	}
-	der, err := x509.MarshalPKCS8PrivateKey(priv)
-	if err != nil {
-		return nil, false, fmt.Errorf("encode key: %w", err)
-	}
-	if err := writeFileAtomic(privPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+	if err := writeFileAtomic(privPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: marshalPKCS8(priv)}), 0o600); err != nil {
 		return nil, false, err
 	}
 	pub := priv.Public().(ed25519.PublicKey)
@@ -135,8 +118,7 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 
 // EncodePublicKey returns pub as a PEM "PUBLIC KEY" block.
 func EncodePublicKey(pub ed25519.PublicKey) []byte {
-	der, _ := x509.MarshalPKIXPublicKey(pub) // cannot fail for an ed25519 key
-	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: marshalPKIX(pub)})
 }
 
 // ParsePublicKey reads a PEM "PUBLIC KEY" block holding an ed25519 key.
@@ -145,13 +127,12 @@ func ParsePublicKey(b []byte) (ed25519.PublicKey, error) {
 	if blk == nil || blk.Type != "PUBLIC KEY" {
 		return nil, errors.New("no PUBLIC KEY block")
 	}
-	k, err := x509.ParsePKIXPublicKey(blk.Bytes)
+	pub, err := parsePKIX(blk.Bytes)
+	if errors.Is(err, errNotEd25519) {
+		return nil, errors.New("not an ed25519 public key")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("parse public key: %w", err)
-	}
-	pub, ok := k.(ed25519.PublicKey)
-	if !ok {
-		return nil, errors.New("not an ed25519 public key")
 	}
 	return pub, nil
 }

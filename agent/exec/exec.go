@@ -181,7 +181,7 @@ func (e *Executor) Run(ctx context.Context, req Request) (res Result) {
 	defer func() {
 		if r := recover(); r != nil {
 			e.log.Error("execution function panicked", zap.String("jid", req.JID), zap.String("fun", req.Fun),
-				zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+				zap.String("panic", fmt.Sprint(r)), zap.ByteString("stack", debug.Stack()))
 			res = Result{Return: fmt.Sprintf("The minion function caused an exception: %v", r), Retcode: RetcodeGeneric}
 		}
 	}()

@@ -67,7 +67,7 @@ func configGet(_ context.Context, c *call) (any, error) {
 	}
 	strategy, _ := toString(c.arg("merge"))
 	if strategy != "recurse" && strategy != "overwrite" {
-		c.e.log.Warn("unsupported merge strategy; falling back to recurse", zap.Any("merge", c.arg("merge")))
+		c.e.log.Warn("unsupported merge strategy; falling back to recurse", zap.Reflect("merge", c.arg("merge")))
 		strategy = "recurse"
 	}
 	// Salt merges DEFAULTS, the master pillar, the pillar, the grains, then

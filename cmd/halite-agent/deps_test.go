@@ -25,6 +25,7 @@ var forbidden = map[string]string{
 	"github.com/go-redis":                               "Redis belongs to the master's returners",
 	"github.com/nikolalohinski/gonja":                   "reactor templates are rendered on the master",
 	"net/http/pprof":                                    "a debug endpoint does not ship on devices",
+	"net/http":                                          "with mime and the IDNA tables about 0.2 MiB; zap's only import of it is gone (third_party/zap)",
 	"go.starlark.net":                                   "Starlark engines (about 0.6 MiB) are for agents built with -tags starlark",
 	"github.com/halite-fleet/halite/engines/starlark":   "Starlark engines are for agents built with -tags starlark",
 	"github.com/halite-fleet/halite/engines/httpengine": "the HTTP engines use net/http's client and server (about 1.3 MiB): -tags engines",

@@ -93,6 +93,12 @@ func Ready() error {
 	}
 	os.Unsetenv(childEnv)
 	f := os.NewFile(uintptr(fd), "ready")
+	// The working directory changes before the parent hears "up", so that
+	// whoever the parent's exit lets in sees the daemon in / already.
+	if err := os.Chdir("/"); err != nil {
+		f.Close()
+		return fmt.Errorf("daemonize: %w", err)
+	}
 	if _, err := f.WriteString(readyMark); err != nil {
 		f.Close()
 		return fmt.Errorf("daemonize: tell the parent: %w", err)
@@ -101,7 +107,7 @@ func Ready() error {
 	if err := toDevNull(int(os.Stderr.Fd())); err != nil {
 		return fmt.Errorf("daemonize: %w", err)
 	}
-	return os.Chdir("/")
+	return nil
 }
 
 // WritePIDFile writes this process's pid to path (made absolute) and

@@ -151,6 +151,6 @@ func Bytes(damage []Damage) int {
 // them).
 func Warn(log *zap.Logger, file string, damage []Damage) {
 	if len(damage) > 0 {
-		log.Warn("damage dropped", zap.String("file", file), zap.Any("ranges", damage[:min(len(damage), 8)]))
+		log.Warn("damage dropped", zap.String("file", file), zap.Reflect("ranges", damage[:min(len(damage), 8)]))
 	}
 }

@@ -76,8 +76,10 @@ func Report(w io.Writer) error {
 			v := d.Version
 			if d.Replace != nil {
 				v = d.Replace.Version + " (replaces " + d.Version + ")"
-				if d.Replace.Version == "" {
-					v = d.Replace.Path
+				if d.Replace.Version == "" || d.Replace.Version == "(devel)" {
+					// A directory (go.mod's replace of zap by
+					// third_party/zap): the version it is a copy of.
+					v = d.Version + " (" + d.Replace.Path + ")"
 				}
 			}
 			deps[d.Path] = v

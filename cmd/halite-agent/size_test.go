@@ -1,0 +1,84 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// costly are functions of other modules that the agent's own packages must
+// not call, by import path and name, and why: each one alone adds more to
+// the armv7 agent than its use is worth (docs/BENCHMARKS.md, "agent size").
+var costly = map[string]map[string]string{
+	"go.uber.org/zap": {
+		"Any": "zap.Any instantiates its field constructor for every type it knows (about 0.1 MiB on armv7): " +
+			"use zap.Reflect for data, zap.String(k, fmt.Sprint(v)) for a panic value",
+	},
+}
+
+// TestNoCostlyCalls: no package of this module that the armv7 agent links
+// calls a function of costly.
+func TestNoCostlyCalls(t *testing.T) {
+	out, err := goCmd(t, "list", "-deps", "-f",
+		`{{if not .Standard}}{{.ImportPath}}|{{.Dir}}|{{join .GoFiles ","}}{{end}}`, ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, stderrOf(err))
+	}
+	const module = "github.com/halite-fleet/halite"
+	fset := token.NewFileSet()
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		parts := strings.SplitN(line, "|", 3)
+		if len(parts) != 3 || (parts[0] != module && !strings.HasPrefix(parts[0], module+"/")) {
+			continue
+		}
+		for _, name := range strings.Split(parts[2], ",") {
+			if name == "" {
+				continue
+			}
+			path := filepath.Join(parts[1], name)
+			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatalf("parse %s: %v", path, err)
+			}
+			checked++
+			// local name -> import path, for the imports costly names.
+			local := map[string]string{}
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				if costly[p] == nil {
+					continue
+				}
+				n := p[strings.LastIndex(p, "/")+1:]
+				if imp.Name != nil {
+					n = imp.Name.Name
+				}
+				local[n] = p
+			}
+			if len(local) == 0 {
+				continue
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				x, ok := sel.X.(*ast.Ident)
+				if !ok || local[x.Name] == "" {
+					return true
+				}
+				if why, bad := costly[local[x.Name]][sel.Sel.Name]; bad {
+					t.Errorf("%s: %s.%s: %s", fset.Position(sel.Pos()), x.Name, sel.Sel.Name, why)
+				}
+				return true
+			})
+		}
+	}
+	if checked < 10 {
+		t.Fatalf("checked %d files of the agent's own packages, want them all: %q", checked, out)
+	}
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# tools/zapfork.sh: (re)makes third_party/zap, the copy of go.uber.org/zap
+# that go.mod's replace directive builds with, from the version go.mod
+# requires: zap's own source (no tests, no zapgrpc, no CI files) less
+# http_handler.go. That one file is zap's only import of net/http
+# (AtomicLevel.ServeHTTP, which Halite does not use); without it the armv7
+# agent links no net/http, mime or IDNA tables (192 KiB smaller). Run it
+# after changing the zap version in go.mod, then go build ./... and the
+# tests; third_party/zap/HALITE.md records what differs from upstream.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ver=$(go list -m -mod=mod -f '{{.Version}}' go.uber.org/zap)
+go mod download go.uber.org/zap@"$ver"
+src=$(go mod download -json go.uber.org/zap@"$ver" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+dst=third_party/zap
+rm -rf "$dst"
+mkdir -p "$dst"
+(cd "$src" && find . -type f \( -name '*.go' ! -name '*_test.go' -o -name go.mod -o -name go.sum -o -name LICENSE \) \
+	! -path './zapgrpc/*' ! -path './internal/readme/*' ! -path './.github/*' ! -name http_handler.go -print0) |
+	(cd "$src" && xargs -0 cp --parents -t "$OLDPWD/$dst")
+chmod -R u+w "$dst"
+cat >"$dst/HALITE.md" <<MD
+# go.uber.org/zap $ver, less net/http
+
+Made by tools/zapfork.sh from the module go.mod requires; do not edit by hand.
+It is zap $ver's source without its tests, zapgrpc, internal/readme and
+http_handler.go (AtomicLevel.ServeHTTP). That file is zap's only import of
+net/http; without it the armv7 agent does not link net/http, mime and the
+IDNA and Unicode normalisation tables. go.mod builds every Halite binary
+with this copy (replace go.uber.org/zap => ./third_party/zap).
+MD
