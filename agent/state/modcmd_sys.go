@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/halite-fleet/halite/internal/atomicfile"
 	"github.com/halite-fleet/halite/state"
 )
 
@@ -297,46 +298,12 @@ func sysLookPath(prog string) string {
 	return p
 }
 
-// sysWriteAtomic replaces path with data: a temporary file in the same
-// directory, synced, then renamed over it, so readers see the old content
-// or the new, never a part. The mode is the old file's, else mode.
+// sysWriteAtomic replaces path with data durably (internal/atomicfile:
+// readers see the old content or the new, never a part). The mode is the
+// old file's, else mode.
 func sysWriteAtomic(path string, data []byte, mode os.FileMode) error {
 	if fi, err := os.Stat(path); err == nil {
 		mode = fi.Mode().Perm()
 	}
-	dir, base := sysSplit(path)
-	f, err := os.CreateTemp(dir, "."+base+".halite-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-func sysSplit(path string) (dir, base string) {
-	i := strings.LastIndexByte(path, '/')
-	if i < 0 {
-		return ".", path
-	}
-	if i == 0 {
-		return "/", path[1:]
-	}
-	return path[:i], path[i+1:]
+	return atomicfile.Write(path, data, mode)
 }
