@@ -161,6 +161,7 @@ func (c *compiler) reconcileExtend(high *highData, strict bool) []Error {
 			if excluded {
 				continue
 			}
+			target = c.own(high, name, target)
 			for _, state := range body.keys {
 				if strings.HasPrefix(state, "__") {
 					continue

@@ -2,7 +2,9 @@ package state
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,6 +46,11 @@ func (o *omap) del(k string) (any, bool) {
 		}
 	}
 	return v, true
+}
+
+// clone is a shallow copy of o: its keys and values, in a map of its own.
+func (o *omap) clone() *omap {
+	return &omap{keys: slices.Clip(o.keys), m: maps.Clone(o.m)}
 }
 
 // list is the keys, copied, so the map can change while one ranges.

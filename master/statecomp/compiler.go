@@ -173,7 +173,7 @@ func (c *Compiler) Compile(req Request, devs []Device) ([]*Result, Stats) {
 	}
 	deadline := start.Add(timeout)
 	fam := c.family(req, k, highstate)
-	cl := &call{c: c}
+	cl := &call{c: c, memo: state.NewMemo()}
 	fam.validate(cl)
 
 	results := make([]*Result, len(devs))
@@ -357,10 +357,10 @@ func (c *Compiler) compile(req Request, k kind, highstate bool, d *device, cl *c
 	if k != kindTop && len(errs) == 0 {
 		var comp state.Compiled
 		if k == kindHigh {
-			comp = state.Highstate(r, matches)
+			comp = r.call.memo.Highstate(r, matches)
 			st["high"] = comp.High
 		} else {
-			comp = state.CompileMatches(r, matches)
+			comp = r.call.memo.CompileMatches(r, matches)
 		}
 		low = comp.Low
 		errs = append(errs, state.Strings(comp.Errors)...)

@@ -174,6 +174,7 @@ type call struct {
 	renders sync.Map // renderKey -> *memoRender
 	shapes  sync.Map // ownKey -> []string: the deps of the templates a rendering read
 	tops    sync.Map // key -> *topMemo
+	memo    *state.Memo // the SLS files' own high data, by rendering
 }
 
 func (k *call) get(key string) *looked {
