@@ -402,8 +402,11 @@ func compileHighData(high *highData) ([]Chunk, error) {
 			run, _ := body.m[state].([]any)
 			var funcs []string
 			var names []any
-			seenNames := map[string]bool{}
-			chunk := Chunk{"state": state, "name": name}
+			var seenNames map[string]bool
+			// state, name, __sls__, __env__, __id__, fun, order and the
+			// arguments: one map that need not grow.
+			chunk := make(Chunk, 7+len(run))
+			chunk["state"], chunk["name"] = state, name
 			if v, ok := body.get("__sls__"); ok {
 				chunk["__sls__"] = v
 			}
@@ -422,11 +425,23 @@ func compileHighData(high *highData) ([]Chunk, error) {
 						funcs = append(funcs, a)
 					}
 				case map[string]any:
-					for _, key := range sortedKeys(a) {
+					var one [1]string
+					keys := one[:0]
+					if len(a) == 1 {
+						for k := range a {
+							keys = append(keys, k)
+						}
+					} else {
+						keys = sortedKeys(a)
+					}
+					for _, key := range keys {
 						val := a[key]
 						switch {
 						case key == "names":
 							l, _ := val.([]any)
+							if seenNames == nil {
+								seenNames = make(map[string]bool, len(l))
+							}
 							for _, n := range l {
 								k := pyRepr(n)
 								if len(k) > 256 {

@@ -1,9 +1,10 @@
 package state
 
 import (
+	"cmp"
 	"errors"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -60,25 +61,50 @@ func Order(chunks []Chunk) []Chunk {
 			c["order"] = o
 		}
 	}
-	idx := make([]int, len(chunks))
-	text := make([]string, len(chunks))
+	type sortKey struct {
+		order float64
+		text  [3]string // state, name, fun: compared as one text
+		c     Chunk
+	}
+	sorted := make([]sortKey, len(chunks))
 	for i, c := range chunks {
-		idx[i] = i
-		text[i] = pyStr(c["state"]) + pyStr(c["name"]) + pyStr(c["fun"])
+		sorted[i] = sortKey{keys[i], [3]string{pyStr(c["state"]), pyStr(c["name"]), pyStr(c["fun"])}, c}
 	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		i, j := idx[a], idx[b]
-		if keys[i] != keys[j] {
-			return keys[i] < keys[j]
+	slices.SortStableFunc(sorted, func(a, b sortKey) int {
+		if a.order != b.order {
+			return cmp.Compare(a.order, b.order)
 		}
-		return text[i] < text[j]
+		return compareJoined(a.text, b.text)
 	})
-	out := make([]Chunk, len(chunks))
-	for k, i := range idx {
-		out[k] = chunks[i]
+	for i, k := range sorted {
+		chunks[i] = k.c
 	}
-	copy(chunks, out)
 	return chunks
+}
+
+// compareJoined compares a[0]+a[1]+a[2] with b[0]+b[1]+b[2] as strings
+// are compared, without joining them.
+func compareJoined(a, b [3]string) int {
+	i, j := 0, 0 // the part of a, of b
+	x, y := a[0], b[0]
+	for {
+		for x == "" && i < 2 {
+			i++
+			x = a[i]
+		}
+		for y == "" && j < 2 {
+			j++
+			y = b[j]
+		}
+		if x == "" || y == "" {
+			return cmp.Compare(len(x), len(y))
+		}
+		n := min(len(x), len(y))
+		if c := strings.Compare(x[:n], y[:n]); c != 0 {
+			return c
+		}
+		x, y = x[n:], y[n:]
+	}
 }
 
 // intOrder is an order Python's isinstance(order, int) accepts (bools too).

@@ -81,55 +81,73 @@ func Matches(low []Chunk, req any) []int {
 }
 
 // index finds the chunks a reference names: by map for a plain name, by
-// scanning for a glob.
+// scanning for a glob. The chunks of a name are a list through nodes, in
+// low's order.
 type index struct {
 	low   []Chunk
-	byKey map[string][]int // "id\x00x" (ID or name) and "sls\x00x" -> chunks
+	heads map[indexKey]int32 // first node + 1
+	nodes []indexNode
+	// state, name, id and sls are the chunks' values as text.
+	state, name, id, sls []string
 }
 
+// indexKey is an ID or name (sls false), or an SLS.
+type indexKey struct {
+	sls bool
+	s   string
+}
+
+type indexNode struct{ chunk, next int32 } // next: node + 1, 0 at the end
+
 func newIndex(low []Chunk) *index {
-	x := &index{low: low, byKey: map[string][]int{}}
-	for i, c := range low {
-		id, name := pyStr(c["__id__"]), pyStr(c["name"])
-		x.byKey["id\x00"+id] = append(x.byKey["id\x00"+id], i)
-		if name != id {
-			x.byKey["id\x00"+name] = append(x.byKey["id\x00"+name], i)
+	n := len(low)
+	text := make([]string, 4*n)
+	x := &index{low: low, heads: make(map[indexKey]int32, 2*n), nodes: make([]indexNode, 0, 3*n),
+		state: text[:n:n], name: text[n : 2*n : 2*n], id: text[2*n : 3*n : 3*n], sls: text[3*n:]}
+	add := func(k indexKey, i int) {
+		x.nodes = append(x.nodes, indexNode{int32(i), x.heads[k]})
+		x.heads[k] = int32(len(x.nodes))
+	}
+	// Backwards, each node going first: the lists end up in low's order.
+	for i := n - 1; i >= 0; i-- {
+		c := low[i]
+		x.state[i], x.name[i], x.id[i], x.sls[i] = pyStr(c["state"]), pyStr(c["name"]), pyStr(c["__id__"]), pyStr(c["__sls__"])
+		add(indexKey{false, x.id[i]}, i)
+		if x.name[i] != x.id[i] {
+			add(indexKey{false, x.name[i]}, i)
 		}
-		s := "sls\x00" + pyStr(c["__sls__"])
-		x.byKey[s] = append(x.byKey[s], i)
+		add(indexKey{true, x.sls[i]}, i)
 	}
 	return x
 }
 
-func (x *index) matches(req any) []int {
+func (x *index) matches(req any) []int { return x.appendMatches(nil, req) }
+
+// appendMatches appends the chunks req names to out.
+func (x *index) appendMatches(out []int, req any) []int {
 	key, val, ok := ref(req)
 	if !ok || !hashable(val) {
-		return nil
+		return out
 	}
 	pat := pyStr(val)
 	if !strings.ContainsAny(pat, "*?[") {
-		k := "id\x00" + pat
-		if key == "sls" {
-			k = "sls\x00" + pat
-		}
-		var out []int
-		for _, i := range x.byKey[k] {
-			if key == "sls" || key == "id" || pyStr(x.low[i]["state"]) == key {
+		for n := x.heads[indexKey{key == "sls", pat}]; n != 0; n = x.nodes[n-1].next {
+			i := int(x.nodes[n-1].chunk)
+			if key == "sls" || key == "id" || x.state[i] == key {
 				out = append(out, i)
 			}
 		}
 		return out
 	}
-	var out []int
-	for i, c := range x.low {
+	for i := range x.low {
 		if key == "sls" {
-			if fnmatch(pyStr(c["__sls__"]), pat) {
+			if fnmatch(x.sls[i], pat) {
 				out = append(out, i)
 			}
 			continue
 		}
-		if fnmatch(pyStr(c["name"]), pat) || fnmatch(pyStr(c["__id__"]), pat) {
-			if key == "id" || pyStr(c["state"]) == key {
+		if fnmatch(x.name[i], pat) || fnmatch(x.id[i], pat) {
+			if key == "id" || x.state[i] == key {
 				out = append(out, i)
 			}
 		}
@@ -169,6 +187,7 @@ func Problems(low []Chunk) []Problem {
 }
 
 func problems(low []Chunk, x *index, out []Problem) []Problem {
+	var buf []int
 	for i, c := range low {
 		var b strings.Builder
 		for _, kind := range Requisites {
@@ -178,7 +197,7 @@ func problems(low []Chunk, x *index, out []Problem) []Problem {
 				if !ok {
 					continue
 				}
-				if len(x.matches(r)) == 0 {
+				if buf = x.appendMatches(buf[:0], r); len(buf) == 0 {
 					lost = append(lost, fmt.Sprintf("%s%s: %s\n", strings.Repeat(" ", 23), key, pyStr(val)))
 				}
 			}
@@ -270,13 +289,15 @@ func newGraphIndex(low []Chunk, x *index) *graph {
 	g := &graph{deps: make([][]edge, len(low))}
 	direct := make([][]edge, len(low))
 	n := 0
+	var buf []int
 	for i, c := range low {
 		for _, kind := range Requisites {
 			if !ordering[kind] {
 				continue
 			}
 			for _, r := range Reqs(c, kind) {
-				for _, j := range x.matches(r) {
+				buf = x.appendMatches(buf[:0], r)
+				for _, j := range buf {
 					if n++; n > maxEdges {
 						g.full = true
 						break
@@ -294,7 +315,8 @@ func newGraphIndex(low []Chunk, x *index) *graph {
 				// waits on (but its prerequired), for real: the holder
 				// waits on those, at the prereq's place.
 				for _, r := range Reqs(c, kind) {
-					for _, j := range x.matches(r) {
+					buf = x.appendMatches(buf[:0], r)
+					for _, j := range buf {
 						for _, e := range direct[j] {
 							if e.to != i && e.kind != "prerequired" {
 								g.add(i, edge{i, e.to, "prereq"})
