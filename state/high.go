@@ -142,7 +142,7 @@ func (c *compiler) reconcileExtend(high *highData, strict bool) []Error {
 						sls = pyStr(v)
 					}
 					e := Error{Msg: fmt.Sprintf("Cannot extend ID '%s' in '%s:%s'. It is not part of the high state.\nThis is likely due to a missing include statement or an incorrectly typed ID.\nEnsure that a state with an ID of '%s' is available\nin environment '%s' and to SLS '%s'", name, env, sls, name, env, sls)}
-					e.File = c.files[env+":"+sls]
+					e.File = c.files[envSLS{env, sls}]
 					errs = append(errs, e)
 					continue
 				}
@@ -395,34 +395,36 @@ func compileHighData(high *highData) ([]Chunk, error) {
 		if !ok {
 			continue
 		}
+		var nameV any = name // boxed once for the chunks of the ID
 		for _, state := range body.keys {
 			if strings.HasPrefix(state, "__") {
 				continue
 			}
 			run, _ := body.m[state].([]any)
-			var funcs []string
+			var fbuf [2]any
+			funcs := fbuf[:0] // the function names (strings) as run has them
 			var names []any
 			var seenNames map[string]bool
 			// state, name, __sls__, __env__, __id__, fun, order and the
 			// arguments: one map that need not grow.
 			chunk := make(Chunk, 7+len(run))
-			chunk["state"], chunk["name"] = state, name
+			chunk["state"], chunk["name"] = state, nameV
 			if v, ok := body.get("__sls__"); ok {
 				chunk["__sls__"] = v
 			}
 			if v, ok := body.get("__env__"); ok {
 				chunk["__env__"] = v
 			}
-			chunk["__id__"] = name
+			chunk["__id__"] = nameV
 			for _, arg := range run {
 				switch a := arg.(type) {
 				case string:
 					dup := false
 					for _, f := range funcs {
-						dup = dup || f == a
+						dup = dup || f.(string) == a
 					}
 					if !dup {
-						funcs = append(funcs, a)
+						funcs = append(funcs, arg)
 					}
 				case map[string]any:
 					var one [1]string
@@ -458,7 +460,7 @@ func compileHighData(high *highData) ([]Chunk, error) {
 						case key == "state":
 						case key == "name":
 							if _, ok := val.(string); !ok {
-								chunk[key] = name
+								chunk[key] = nameV
 							} else {
 								chunk[key] = val
 							}

@@ -108,7 +108,7 @@ func CompileMatches(ld Loader, matches []EnvSLS) Compiled {
 }
 
 func compileMatches(ld Loader, matches []EnvSLS, wantHigh bool, memo *Memo) Compiled {
-	c := &compiler{ld: ld, memo: memo, iorder: 10000, mods: map[string]bool{}, files: map[string]string{}, matches: matches}
+	c := &compiler{ld: ld, memo: memo, iorder: 10000, mods: map[envSLS]bool{}, files: map[envSLS]string{}, matches: matches}
 	if l, ok := ld.(Lister); ok {
 		c.lister = l
 		c.avail = map[string][]string{}
@@ -166,6 +166,9 @@ func (h *highData) plainHigh() map[string]any {
 	return out
 }
 
+// envSLS is an SLS of an env.
+type envSLS struct{ env, sls string }
+
 type compiler struct {
 	ld      Loader
 	memo    *Memo
@@ -173,9 +176,9 @@ type compiler struct {
 	avail   map[string][]string // env -> SLS names, from lister
 	envs    []string
 	iorder  int
-	mods    map[string]bool // "env:sls" rendered
+	mods    map[envSLS]bool // rendered
 	matches []EnvSLS
-	files   map[string]string // "env:sls" -> file
+	files   map[envSLS]string // SLS -> file
 	// located are the files rendered, in order: the last one to declare
 	// an ID says where it is.
 	located []*fileHigh
@@ -278,15 +281,18 @@ func (c *compiler) renderHighstate() (*highData, []Error) {
 				files = []string{match}
 			}
 			for _, name := range files {
-				if c.mods[m.Env+":"+name] {
+				if c.mods[envSLS{m.Env, name}] {
 					continue
 				}
 				st, errs := c.renderState(name, m.Env)
 				if st != nil {
 					c.mergeIncluded(high, st, &errs)
 				}
-				this := fmt.Sprintf("SLS %s in saltenv", match)
+				this := ""
 				for i, e := range errs {
+					if this == "" {
+						this = fmt.Sprintf("SLS %s in saltenv", match)
+					}
 					if strings.Contains(e.Msg, "is not available") && strings.Contains(e.Msg, this) {
 						errs[i] = Error{Msg: fmt.Sprintf("No matching sls found for '%s' in env '%s'", match, m.Env)}
 					}
@@ -376,11 +382,11 @@ func (c *compiler) renderState(name, env string) (*highData, []Error) {
 		if errors.As(err, &se) {
 			e.File, e.Line = se.File, se.Line
 		}
-		c.mods[env+":"+name] = true
+		c.mods[envSLS{env, name}] = true
 		return nil, []Error{e}
 	}
-	c.mods[env+":"+name] = true
-	c.files[env+":"+name] = file
+	c.mods[envSLS{env, name}] = true
+	c.files[envSLS{env, name}] = file
 	if len(entries) == 0 {
 		return nil, nil
 	}
@@ -451,7 +457,7 @@ func (c *compiler) renderState(name, env string) (*highData, []Error) {
 				if len(resolved) == 1 {
 					rEnv = resolved[0]
 				}
-				if c.mods[rEnv+":"+t] {
+				if c.mods[envSLS{rEnv, t}] {
 					continue
 				}
 				nst, nerrs := c.renderState(t, rEnv)

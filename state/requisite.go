@@ -84,17 +84,13 @@ func Matches(low []Chunk, req any) []int {
 // scanning for a glob. The chunks of a name are a list through nodes, in
 // low's order.
 type index struct {
-	low   []Chunk
-	heads map[indexKey]int32 // first node + 1
-	nodes []indexNode
+	low []Chunk
+	// byName and bySLS give a name's (ID or name argument's) and an
+	// SLS's first node + 1.
+	byName, bySLS map[string]int32
+	nodes         []indexNode
 	// state, name, id and sls are the chunks' values as text.
 	state, name, id, sls []string
-}
-
-// indexKey is an ID or name (sls false), or an SLS.
-type indexKey struct {
-	sls bool
-	s   string
 }
 
 type indexNode struct{ chunk, next int32 } // next: node + 1, 0 at the end
@@ -102,21 +98,21 @@ type indexNode struct{ chunk, next int32 } // next: node + 1, 0 at the end
 func newIndex(low []Chunk) *index {
 	n := len(low)
 	text := make([]string, 4*n)
-	x := &index{low: low, heads: make(map[indexKey]int32, 2*n), nodes: make([]indexNode, 0, 3*n),
+	x := &index{low: low, byName: make(map[string]int32, n), bySLS: map[string]int32{}, nodes: make([]indexNode, 0, 3*n),
 		state: text[:n:n], name: text[n : 2*n : 2*n], id: text[2*n : 3*n : 3*n], sls: text[3*n:]}
-	add := func(k indexKey, i int) {
-		x.nodes = append(x.nodes, indexNode{int32(i), x.heads[k]})
-		x.heads[k] = int32(len(x.nodes))
+	add := func(m map[string]int32, k string, i int) {
+		x.nodes = append(x.nodes, indexNode{int32(i), m[k]})
+		m[k] = int32(len(x.nodes))
 	}
 	// Backwards, each node going first: the lists end up in low's order.
 	for i := n - 1; i >= 0; i-- {
 		c := low[i]
 		x.state[i], x.name[i], x.id[i], x.sls[i] = pyStr(c["state"]), pyStr(c["name"]), pyStr(c["__id__"]), pyStr(c["__sls__"])
-		add(indexKey{false, x.id[i]}, i)
+		add(x.byName, x.id[i], i)
 		if x.name[i] != x.id[i] {
-			add(indexKey{false, x.name[i]}, i)
+			add(x.byName, x.name[i], i)
 		}
-		add(indexKey{true, x.sls[i]}, i)
+		add(x.bySLS, x.sls[i], i)
 	}
 	return x
 }
@@ -131,7 +127,11 @@ func (x *index) appendMatches(out []int, req any) []int {
 	}
 	pat := pyStr(val)
 	if !strings.ContainsAny(pat, "*?[") {
-		for n := x.heads[indexKey{key == "sls", pat}]; n != 0; n = x.nodes[n-1].next {
+		m := x.byName
+		if key == "sls" {
+			m = x.bySLS
+		}
+		for n := m[pat]; n != 0; n = x.nodes[n-1].next {
 			i := int(x.nodes[n-1].chunk)
 			if key == "sls" || key == "id" || x.state[i] == key {
 				out = append(out, i)

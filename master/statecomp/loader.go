@@ -170,10 +170,10 @@ func slsNames(files []string) []string {
 // done once, and each rendering of a file kept by what it read.
 type call struct {
 	c       *Compiler
-	lookups sync.Map // key -> *looked
-	renders sync.Map // renderKey -> *memoRender
-	shapes  sync.Map // ownKey -> []string: the deps of the templates a rendering read
-	tops    sync.Map // key -> *topMemo
+	lookups sync.Map    // key -> *looked
+	renders sync.Map    // renderKey -> *memoRender
+	shapes  sync.Map    // ownKey -> []string: the deps of the templates a rendering read
+	tops    sync.Map    // key -> *topMemo
 	memo    *state.Memo // the SLS files' own high data, by rendering
 }
 
