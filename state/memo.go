@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/halite-fleet/halite/render/sls"
@@ -138,6 +139,9 @@ func newFileHigh(file, name, env string, entries []sls.Entry, kept bool) *fileHi
 	handleExtend(st, name, env, fh.loc, &fh.errs)
 	handleExclude(st, name, fh.loc, &fh.errs)
 	handleStateDecls(st, name, env, fh.loc, &fh.errs)
+	if kept {
+		addFacts(st.ids)
+	}
 	fh.located = make(map[string]bool, len(fh.lines))
 	for id := range fh.lines {
 		if st.ids.has(id) {
@@ -170,6 +174,7 @@ func (fh *fileHigh) ordered(next int) orderedIDs {
 	}
 	ids := fh.ids.clone()
 	o = orderedIDs{ids, autoOrder(ids, next)}
+	addFacts(ids)
 	fh.mu.Lock()
 	if fh.orders == nil {
 		fh.orders = map[int]orderedIDs{}
@@ -179,4 +184,64 @@ func (fh *fileHigh) ordered(next int) orderedIDs {
 	}
 	fh.mu.Unlock()
 	return o
+}
+
+// bodyFacts are what the later stages of a compile find in one ID's body
+// on their own (the body of a file a Memo keeps, which nothing changes):
+// made once, the first time a compile asks.
+type bodyFacts struct {
+	id   string
+	body *omap
+	once sync.Once
+
+	chunks []Chunk // compile_high_data's, to be copied
+	err    error
+	// reqIn: an argument is a requisite_in form, use or prereq
+	// (requisite_in looks at the body).
+	reqIn bool
+	// verifyReqs: an argument is a require, watch, prereq or onchanges
+	// list (verify_high looks at the body with the others); when not,
+	// verifyMsgs are all verify_high says of it.
+	verifyReqs bool
+	verifyMsgs []string
+}
+
+// addFacts gives the bodies in ids that have none their (empty) facts.
+// ids must be new: not yet seen by another compile.
+func addFacts(ids *omap) {
+	for _, id := range ids.keys {
+		if b, ok := ids.m[id].(*omap); ok && b.facts == nil {
+			b.facts = &bodyFacts{id: id, body: b}
+		}
+	}
+}
+
+// get is f, made, for the body of ID id; nil when f is (no facts kept,
+// or a body under another ID).
+func (f *bodyFacts) get(id string) *bodyFacts {
+	if f == nil || f.id != id {
+		return nil
+	}
+	f.once.Do(f.make)
+	return f
+}
+
+func (f *bodyFacts) make() {
+	f.chunks, f.err = bodyChunks(nil, f.id, f.body)
+	for _, state := range f.body.keys {
+		if strings.HasPrefix(state, "__") {
+			continue
+		}
+		run, _ := f.body.m[state].([]any)
+		for _, arg := range run {
+			if a, ok := arg.(map[string]any); ok && len(a) > 0 {
+				k := first(a)
+				f.reqIn = f.reqIn || reqIn[k]
+				f.verifyReqs = f.verifyReqs || k == "require" || k == "watch" || k == "prereq" || k == "onchanges"
+			}
+		}
+	}
+	if !f.verifyReqs {
+		verifyBody(f.id, f.body, map[string]map[string]string{}, func(msg string) { f.verifyMsgs = append(f.verifyMsgs, msg) })
+	}
 }

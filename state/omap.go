@@ -15,6 +15,9 @@ import (
 type omap struct {
 	keys []string
 	m    map[string]any
+	// facts are set on an ID's body that a Memo keeps (which nothing
+	// changes: a clone has none).
+	facts *bodyFacts
 }
 
 func newOmap() *omap { return &omap{m: map[string]any{}} }
