@@ -440,8 +440,21 @@ func bodyChunks(chunks []Chunk, name string, body *omap) ([]Chunk, error) {
 		var names []any
 		var seenNames map[string]bool
 		// state, name, __sls__, __env__, __id__, fun, order and the
-		// arguments: one map that need not grow.
-		chunk := make(Chunk, 7+len(run))
+		// arguments: one map that need not grow (and, up to 8 keys, a
+		// map of one group).
+		size, order := 6, 1
+		for _, arg := range run {
+			if a, ok := arg.(map[string]any); ok {
+				size += len(a)
+				if _, ok := a["name"]; ok {
+					size--
+				}
+				if _, ok := a["order"]; ok {
+					order = 0
+				}
+			}
+		}
+		chunk := make(Chunk, size+order)
 		chunk["state"], chunk["name"] = state, nameV
 		if v, ok := body.get("__sls__"); ok {
 			chunk["__sls__"] = v

@@ -98,7 +98,7 @@ type indexNode struct{ chunk, next int32 } // next: node + 1, 0 at the end
 func newIndex(low []Chunk) *index {
 	n := len(low)
 	text := make([]string, 4*n)
-	x := &index{low: low, byName: make(map[string]int32, n), bySLS: map[string]int32{}, nodes: make([]indexNode, 0, 3*n),
+	x := &index{low: low, byName: make(map[string]int32, 2*n), bySLS: make(map[string]int32, n), nodes: make([]indexNode, 0, 3*n),
 		state: text[:n:n], name: text[n : 2*n : 2*n], id: text[2*n : 3*n : 3*n], sls: text[3*n:]}
 	add := func(m map[string]int32, k string, i int) {
 		x.nodes = append(x.nodes, indexNode{int32(i), m[k]})

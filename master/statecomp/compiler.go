@@ -332,7 +332,8 @@ func merge(a, b map[string]any, depth int) map[string]any {
 // files through package state, the requisite checks, and the salt://
 // sources inlined.
 func (c *Compiler) compile(req Request, k kind, highstate bool, d *device, cl *call) *entry {
-	r := &run{c: c, call: cl, d: d, deps: map[string]bool{}, files: map[string]fileRec{}, paths: map[string][2]string{}, keys: map[string][32]byte{}}
+	// Sized for a highstate of some tens of files.
+	r := &run{c: c, call: cl, d: d, deps: make(map[string]bool, 16), files: make(map[string]fileRec, 64), paths: make(map[string][2]string, 64), keys: make(map[string][32]byte, 8)}
 	st := map[string]any{"saltenv": req.Saltenv, "mods": toAny(req.Mods)}
 	var errs []string
 	var matches []state.EnvSLS
