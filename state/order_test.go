@@ -334,3 +334,21 @@ func TestCompareJoined(t *testing.T) {
 		}
 	}
 }
+
+// TestRequisiteKind: requisiteKind numbers Requisites in order, and
+// nothing else.
+func TestRequisiteKind(t *testing.T) {
+	if len(Requisites) != numRequisites {
+		t.Fatalf("got %d requisites, want numRequisites %d", len(Requisites), numRequisites)
+	}
+	for i, k := range Requisites {
+		if got := requisiteKind(k); got != i {
+			t.Errorf("requisiteKind(%q) = %d, want %d", k, got, i)
+		}
+	}
+	for _, k := range []string{"", "name", "require_in", "listen", "use", "onfail_stop"} {
+		if got := requisiteKind(k); got != -1 {
+			t.Errorf("requisiteKind(%q) = %d, want -1", k, got)
+		}
+	}
+}

@@ -181,18 +181,86 @@ type Problem struct {
 // reported as watch (Salt lists it under require when the module has no
 // mod_watch; the engine knows which have one).
 func Problems(low []Chunk) []Problem {
-	var out []Problem
-	x := newIndex(low)
-	return problems(low, x, out)
+	reqs := lowReqs(low)
+	if len(reqs) == 0 {
+		return nil // nothing to find, and no cycle
+	}
+	return problems(low, newIndex(low), reqs)
 }
 
-func problems(low []Chunk, x *index, out []Problem) []Problem {
-	var buf []int
+// chunkReqs are one chunk's requisites, by kind (Requisites' order), as
+// Reqs gives them.
+type chunkReqs struct {
+	chunk int
+	by    [numRequisites][]any
+}
+
+// numRequisites is len(Requisites).
+const numRequisites = 11
+
+// lowReqs are the requisites of the chunks of low that have some, in
+// low's order.
+func lowReqs(low []Chunk) []chunkReqs {
+	var out []chunkReqs
 	for i, c := range low {
+		var cr *chunkReqs
+		for k, v := range c {
+			if v == nil {
+				continue
+			}
+			kind := requisiteKind(k)
+			if kind < 0 {
+				continue
+			}
+			if cr == nil {
+				out = append(out, chunkReqs{chunk: i})
+				cr = &out[len(out)-1]
+			}
+			cr.by[kind] = Reqs(c, k)
+		}
+	}
+	return out
+}
+
+// requisiteKind is k's index in Requisites, or -1 (TestRequisiteKind
+// keeps the two alike).
+func requisiteKind(k string) int {
+	switch k {
+	case "require":
+		return 0
+	case "require_any":
+		return 1
+	case "watch":
+		return 2
+	case "watch_any":
+		return 3
+	case "prereq":
+		return 4
+	case "onfail":
+		return 5
+	case "onfail_any":
+		return 6
+	case "onfail_all":
+		return 7
+	case "onchanges":
+		return 8
+	case "onchanges_any":
+		return 9
+	case "prerequired":
+		return 10
+	}
+	return -1
+}
+
+func problems(low []Chunk, x *index, reqs []chunkReqs) []Problem {
+	var out []Problem
+	var buf []int
+	for _, cr := range reqs {
+		i := cr.chunk
 		var b strings.Builder
-		for _, kind := range Requisites {
+		for k, kind := range Requisites {
 			var lost []string
-			for _, r := range Reqs(c, kind) {
+			for _, r := range cr.by[k] {
 				key, val, ok := ref(r)
 				if !ok {
 					continue
@@ -213,7 +281,7 @@ func problems(low []Chunk, x *index, out []Problem) []Problem {
 			out = append(out, Problem{Chunk: i, Missing: m, Comment: m})
 		}
 	}
-	g := newGraphIndex(low, x)
+	g := newGraphIndex(low, x, reqs)
 	if g.full {
 		out = append(out, Problem{Chunk: 0, Comment: fmt.Sprintf("Too many requisites: more than %d between %d states", maxEdges, len(low))})
 	}
@@ -283,19 +351,26 @@ func (g *graph) add(i int, e edge) {
 	g.deps[i] = append(g.deps[i], e)
 }
 
-func newGraph(low []Chunk) *graph { return newGraphIndex(low, newIndex(low)) }
+func newGraph(low []Chunk) *graph {
+	reqs := lowReqs(low)
+	if len(reqs) == 0 {
+		return &graph{deps: make([][]edge, len(low))}
+	}
+	return newGraphIndex(low, newIndex(low), reqs)
+}
 
-func newGraphIndex(low []Chunk, x *index) *graph {
+func newGraphIndex(low []Chunk, x *index, reqs []chunkReqs) *graph {
 	g := &graph{deps: make([][]edge, len(low))}
 	direct := make([][]edge, len(low))
 	n := 0
 	var buf []int
-	for i, c := range low {
-		for _, kind := range Requisites {
+	for _, cr := range reqs {
+		i := cr.chunk
+		for k, kind := range Requisites {
 			if !ordering[kind] {
 				continue
 			}
-			for _, r := range Reqs(c, kind) {
+			for _, r := range cr.by[k] {
 				buf = x.appendMatches(buf[:0], r)
 				for _, j := range buf {
 					if n++; n > maxEdges {
@@ -307,14 +382,15 @@ func newGraphIndex(low []Chunk, x *index) *graph {
 			}
 		}
 	}
-	for i, c := range low {
-		for _, kind := range Requisites {
+	for _, cr := range reqs {
+		i := cr.chunk
+		for k, kind := range Requisites {
 			if kind == "prereq" {
 				// Salt runs a prereq's target in test mode before the
 				// holder, and that test run first runs what the target
 				// waits on (but its prerequired), for real: the holder
 				// waits on those, at the prereq's place.
-				for _, r := range Reqs(c, kind) {
+				for _, r := range cr.by[k] {
 					buf = x.appendMatches(buf[:0], r)
 					for _, j := range buf {
 						for _, e := range direct[j] {
