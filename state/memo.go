@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/halite-fleet/halite/render/sls"
 )
@@ -29,6 +30,7 @@ type Memo struct {
 	mu    sync.Mutex
 	files map[memoKey]*fileHigh
 	seen  map[memoKey]bool
+	ids   atomic.Int64 // how many IDs the last compile had
 }
 
 // NewMemo returns an empty Memo.
@@ -41,6 +43,21 @@ const maxMemoFiles = 4096
 
 // maxMemoOrders bounds the first order numbers kept per file.
 const maxMemoOrders = 16
+
+// idsHint is how many IDs the high data of a compile may have: as many
+// as the last one's.
+func (m *Memo) idsHint() int {
+	if m == nil {
+		return 0
+	}
+	return int(min(m.ids.Load(), MaxChunks))
+}
+
+func (m *Memo) setIDsHint(n int) {
+	if m != nil {
+		m.ids.Store(int64(n))
+	}
+}
 
 // CompileMatches is CompileMatches, with m's files.
 func (m *Memo) CompileMatches(ld Loader, matches []EnvSLS) Compiled {

@@ -267,6 +267,9 @@ func (c *compiler) own(high *highData, id string, target *omap) *omap {
 // renderHighstate is BaseHighState.render_highstate.
 func (c *compiler) renderHighstate() (*highData, []Error) {
 	high := newHigh()
+	if n := c.memo.idsHint(); n > 0 {
+		high.ids = &omap{keys: make([]string, 0, n), m: make(map[string]any, n)}
+	}
 	var all []Error
 	for _, m := range c.matches {
 		for _, match := range m.SLS {
@@ -302,6 +305,7 @@ func (c *compiler) renderHighstate() (*highData, []Error) {
 		}
 	}
 	cleanDuplicateExtends(high)
+	c.memo.setIDsHint(len(high.ids.keys))
 	return high, all
 }
 

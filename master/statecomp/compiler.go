@@ -333,7 +333,7 @@ func merge(a, b map[string]any, depth int) map[string]any {
 // sources inlined.
 func (c *Compiler) compile(req Request, k kind, highstate bool, d *device, cl *call) *entry {
 	// Sized for a highstate of some tens of files.
-	r := &run{c: c, call: cl, d: d, deps: make(map[string]bool, 16), files: make(map[string]fileRec, 64), paths: make(map[string][2]string, 64), keys: make(map[string][32]byte, 8)}
+	r := &run{c: c, call: cl, d: d, deps: make(map[string]bool, 16), files: make(map[string]fileRec, 64), paths: make(map[string][2]string, 64), keys: make(map[depsID][32]byte, 8)}
 	st := map[string]any{"saltenv": req.Saltenv, "mods": toAny(req.Mods)}
 	var errs []string
 	var matches []state.EnvSLS

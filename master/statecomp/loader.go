@@ -50,6 +50,7 @@ type looked struct {
 	rec  fileRec
 	rel  string
 	src  []byte
+	deps []string // a file's: scanDeps of src
 	list []string
 	err  error
 }
@@ -113,6 +114,7 @@ func (c *Compiler) readInto(l *looked, u, env string) {
 		return
 	}
 	l.rec.path, l.rec.sum, l.rel, l.src = f.Path, sumOfHex(f.SHA256), f.Rel, src
+	l.deps = c.scan(l.rec.sum, src)
 }
 
 // sumOfHex is a file's SHA-256 as the file server gives it (hex), as
@@ -202,7 +204,7 @@ type run struct {
 	// paths maps a file's path on disk to its env and path under its
 	// root, for relative includes.
 	paths map[string][2]string
-	keys  map[string][32]byte // depKey by deps
+	keys  map[depsID][32]byte // depKey by deps
 }
 
 func (r *run) read(key string) *looked {
@@ -210,7 +212,7 @@ func (r *run) read(key string) *looked {
 	if _, ok := r.files[key]; !ok {
 		r.files[key] = l.rec
 		if l.src != nil {
-			for _, d := range r.c.scan(l.rec.sum, l.src) {
+			for _, d := range l.deps {
 				r.deps[d] = true
 			}
 			r.paths[l.rec.path] = [2]string{envOf(key), l.rel}
@@ -273,9 +275,9 @@ func (r *run) vars(env, sls, rel, abs string) map[string]any {
 // per-device input is rendered once per call, whatever the devices'
 // grains. key names the rendering (equal keys, equal entries).
 func (r *run) render(env, sls string, l *looked) ([]sls.Entry, [32]byte, error) {
-	own := r.c.scan(l.rec.sum, l.src)
-	dk := r.depKey(own)
-	buf := make([]byte, 0, 128+len(env)+len(sls)+len(l.rec.path))
+	dk := r.depKey(l.deps)
+	var arr [256]byte
+	buf := arr[:0]
 	buf = append(buf, l.rec.sum[:]...)
 	buf = append(buf, dk[:]...)
 	buf = append(buf, env...)
@@ -306,7 +308,7 @@ func (r *run) render(env, sls string, l *looked) ([]sls.Entry, [32]byte, error) 
 	set := map[string]bool{}
 	for _, t := range m.tpls {
 		if tl := r.call.get(t); tl.src != nil {
-			for _, d := range r.c.scan(tl.rec.sum, tl.src) {
+			for _, d := range tl.deps {
 				set[d] = true
 			}
 		}
@@ -321,13 +323,21 @@ func (r *run) render(env, sls string, l *looked) ([]sls.Entry, [32]byte, error) 
 	return entries, key, err
 }
 
+// depsID names a list of deps by its array: the lists a run asks about
+// are the scans of its files (kept by content) and their templates'
+// (kept by rendering), which nothing changes.
+type depsID struct {
+	first *string
+	n     int
+}
+
 // depKey is the device's key under deps, kept for the run: the files of a
-// highstate often read the same inputs.
+// highstate often read the same inputs (the same list, for the same file).
 func (r *run) depKey(deps []string) [32]byte {
 	if len(deps) == 0 {
 		return [32]byte{}
 	}
-	k := strings.Join(deps, "\x00")
+	k := depsID{&deps[0], len(deps)}
 	if v, ok := r.keys[k]; ok {
 		return v
 	}
