@@ -56,7 +56,11 @@ func Order(chunks []Chunk) []Chunk {
 		}
 		keys[i] = o
 		if o == math.Trunc(o) && math.Abs(o) < 1<<53 {
-			c["order"] = int(o)
+			// Set only when it changes: a map of 8 keys grows to set
+			// one it has.
+			if iv := int(o); v != iv {
+				c["order"] = iv
+			}
 		} else {
 			c["order"] = o
 		}
