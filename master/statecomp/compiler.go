@@ -64,6 +64,7 @@ type Compiler struct {
 	matchers map[string]*targets.Matcher
 	families map[[32]byte]*family
 	scans    map[[32]byte][]string // static deps by file content
+	lists    map[string][]string   // the scans' lists, one of each
 }
 
 // New returns a Compiler.
@@ -83,7 +84,7 @@ func New(o Options) *Compiler {
 		fs: fs, top: top, pillarFn: o.Pillar, opts: o.Opts, nodegroups: o.Nodegroups,
 		r:        render.New(render.Options{}),
 		matchers: map[string]*targets.Matcher{}, families: map[[32]byte]*family{},
-		scans: map[[32]byte][]string{},
+		scans: map[[32]byte][]string{}, lists: map[string][]string{},
 	}
 }
 
@@ -333,7 +334,7 @@ func merge(a, b map[string]any, depth int) map[string]any {
 // sources inlined.
 func (c *Compiler) compile(req Request, k kind, highstate bool, d *device, cl *call) *entry {
 	// Sized for a highstate of some tens of files.
-	r := &run{c: c, call: cl, d: d, deps: make(map[string]bool, 16), files: make(map[string]fileRec, 64), paths: make(map[string][2]string, 64), keys: make(map[depsID][32]byte, 8)}
+	r := &run{c: c, call: cl, d: d, deps: make(map[string]bool, 8), files: make(map[string]fileRec, 32), keys: make(map[depsID][32]byte, 4)}
 	st := map[string]any{"saltenv": req.Saltenv, "mods": toAny(req.Mods)}
 	var errs []string
 	var matches []state.EnvSLS

@@ -201,10 +201,10 @@ type run struct {
 	// tpls are the templates read by includes and imports during the
 	// rendering in progress.
 	tpls []string
-	// paths maps a file's path on disk to its env and path under its
-	// root, for relative includes.
-	paths map[string][2]string
-	keys  map[depsID][32]byte // depKey by deps
+	// srcs are the files read, in order, for relative includes (the last
+	// read of a path says where it is under its root).
+	srcs []srcRead
+	keys map[depsID][32]byte // depKey by deps
 }
 
 func (r *run) read(key string) *looked {
@@ -215,16 +215,23 @@ func (r *run) read(key string) *looked {
 			for _, d := range l.deps {
 				r.deps[d] = true
 			}
-			r.paths[l.rec.path] = [2]string{envOf(key), l.rel}
+			r.srcs = append(r.srcs, srcRead{l.rec.path, l.rel})
 		}
 	}
 	return l
 }
 
-func envOf(key string) string {
-	_, rest, _ := strings.Cut(key, "\x00")
-	env, _, _ := strings.Cut(rest, "\x00")
-	return env
+// srcRead is a file read: its path on disk and under its root.
+type srcRead struct{ path, rel string }
+
+// relOf is the path under its root of the file read at path.
+func (r *run) relOf(path string) (string, bool) {
+	for i := len(r.srcs) - 1; i >= 0; i-- {
+		if r.srcs[i].path == path {
+			return r.srcs[i].rel, true
+		}
+	}
+	return "", false
 }
 
 // Load is package state's Loader.
@@ -384,8 +391,8 @@ func (l tplLoader) Resolve(from, name string) (string, error) {
 		fromRel := ""
 		if strings.HasPrefix(from, fileserver.Scheme) {
 			fromRel, _ = fileserver.ParseURL(from)
-		} else if p, ok := l.r.paths[from]; ok {
-			fromRel = p[1]
+		} else if rel, ok := l.r.relOf(from); ok {
+			fromRel = rel
 		} else {
 			return "", fmt.Errorf("template %s: relative to %s, which is not on the file server", name, from)
 		}
