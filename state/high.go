@@ -388,17 +388,18 @@ func verifyBody(name string, body *omap, reqs map[string]map[string]string, add 
 	}
 }
 
-// compileHighData is State.compile_high_data without the ordering: one
-// chunk per state function and name. A chunk's values are the high
-// data's, shared with the Loader's entries: a caller that changes a
-// chunk sets its keys, never changes a list or map inside.
 // MaxChunks bounds the low state one compile makes.
 const MaxChunks = 10000
 
 var errTooMany = fmt.Errorf("Too many states: more than %d", MaxChunks)
 
-func compileHighData(high *highData) ([]Chunk, error) {
-	var chunks []Chunk
+// compileHighData is State.compile_high_data without the ordering: one
+// chunk per state function and name. A chunk's values are the high
+// data's, shared with the Loader's entries: a caller that changes a
+// chunk sets its keys, never changes a list or map inside. The chunks of
+// an ID whose body a Memo keeps are the Memo's, the same for every
+// compile (read only): marked in shared.
+func compileHighData(high *highData) (chunks []Chunk, shared []bool, err error) {
 	for _, name := range high.ids.keys {
 		if strings.HasPrefix(name, "__") {
 			continue
@@ -409,22 +410,25 @@ func compileHighData(high *highData) ([]Chunk, error) {
 		}
 		if f := body.facts.get(name); f != nil {
 			if f.err != nil {
-				return nil, f.err
+				return nil, nil, f.err
 			}
-			for _, t := range f.chunks {
-				chunks = append(chunks, maps.Clone(t))
+			chunks = append(chunks, f.chunks...)
+			for range f.chunks {
+				shared = append(shared, true)
 			}
 		} else {
-			var err error
 			if chunks, err = bodyChunks(chunks, name, body); err != nil {
-				return nil, err
+				return nil, nil, err
+			}
+			for len(shared) < len(chunks) {
+				shared = append(shared, false)
 			}
 		}
 		if len(chunks) > MaxChunks {
-			return nil, errTooMany
+			return nil, nil, errTooMany
 		}
 	}
-	return chunks, nil
+	return chunks, shared, nil
 }
 
 // bodyChunks appends the chunks of one ID to chunks.

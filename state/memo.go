@@ -20,6 +20,8 @@ import (
 // caches its renderings) again takes it from the Memo instead of making
 // it again; what it merges, extends and orders from there is its own
 // (the shared parts are read only: the compiler copies what it changes).
+// Each kept ID body's chunks are made once too: the compiles' low states
+// share them (Compiled.Low).
 //
 // A file is kept the second time its entries are seen, so entries a
 // Loader renders anew for every compile cost nothing to keep. A Memo is

@@ -62,6 +62,7 @@ func checkMemo(t testing.TB, ld Loader, matches []EnvSLS) {
 		rev[len(matches)-1-i] = EnvSLS{Env: m.Env, SLS: sls}
 	}
 	m := NewMemo()
+	var gots []Compiled
 	for i := 0; i < 6; i++ {
 		ms := matches
 		if i%2 == 1 {
@@ -72,5 +73,76 @@ func checkMemo(t testing.TB, ld Loader, matches []EnvSLS) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("compile %d of %v with a Memo (-without +with):\n%s", i, ms, diff)
 		}
+		gots = append(gots, got)
+	}
+	// The later compiles changed nothing the earlier ones gave (their
+	// chunks may be the Memo's).
+	for i, got := range gots {
+		ms := matches
+		if i%2 == 1 {
+			ms = rev
+		}
+		if diff := cmp.Diff(compileMatches(ld, ms, true, nil), got); diff != "" {
+			t.Fatalf("compile %d of %v with a Memo, after the others (-without +with):\n%s", i, ms, diff)
+		}
+	}
+}
+
+// TestMemoSharedChunks: compiles through one Memo, one after the other
+// and at once, each give what a compile without it gives, with orders
+// that Order rewrites (first, last, a string, names) in chunks the Memo
+// shares between them. Run with -race too.
+func TestMemoSharedChunks(t *testing.T) {
+	files := tree{
+		"base/a.sls": `
+			include:
+			  - b
+			a1:
+			  test.nop:
+			    - order: first
+			a2:
+			  test.nop:
+			    - order: soon
+			a3:
+			  file.managed:
+			    - names:
+			      - /x
+			      - /y
+			`,
+		"base/b.sls": `
+			b1:
+			  test.nop:
+			    - order: last
+			b2:
+			  test.nop:
+			    - order: 5
+			b3:
+			  test.nop: []
+			`,
+	}
+	checkMemo(t, files, []EnvSLS{{Env: "base", SLS: []string{"a", "b"}}})
+
+	ld := keep(files)
+	matches := []EnvSLS{{Env: "base", SLS: []string{"a"}}}
+	want := compileMatches(ld, matches, false, nil)
+	m := NewMemo()
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				if diff := cmp.Diff(want, compileMatches(ld, matches, false, m)); diff != "" {
+					errs <- diff
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for diff := range errs {
+		t.Errorf("compile with a shared Memo (-without +with):\n%s", diff)
 	}
 }

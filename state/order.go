@@ -3,6 +3,7 @@ package state
 import (
 	"cmp"
 	"errors"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -16,7 +17,18 @@ import (
 // expansion) is added as name_order/10000 and removed. Ties keep their
 // order after sorting by state+name+fun as text (a stable sort, like
 // Python's). Run it once: a second run sees the numbers the first one set.
-func Order(chunks []Chunk) []Chunk {
+func Order(chunks []Chunk) []Chunk { return order(chunks, nil) }
+
+// order is Order, copying the chunks marked shared before it changes one
+// (the copy takes its place in chunks).
+func order(chunks []Chunk, shared []bool) []Chunk {
+	own := func(i int) Chunk {
+		if shared != nil && shared[i] {
+			chunks[i] = maps.Clone(chunks[i])
+			shared[i] = false
+		}
+		return chunks[i]
+	}
 	capv := 1
 	for _, c := range chunks {
 		o, ok := intOrder(c["order"])
@@ -31,7 +43,7 @@ func Order(chunks []Chunk) []Chunk {
 	for i, c := range chunks {
 		v, has := c["order"]
 		if !has {
-			c["order"] = capv
+			own(i)["order"] = capv
 			keys[i] = float64(capv)
 			continue
 		}
@@ -49,7 +61,7 @@ func Order(chunks []Chunk) []Chunk {
 		if no, ok := c["name_order"]; ok {
 			n, _ := number(no)
 			o += n / 10000.0
-			delete(c, "name_order")
+			delete(own(i), "name_order")
 		}
 		if o < 0 {
 			o = float64(capv+1000000) + o
@@ -59,10 +71,10 @@ func Order(chunks []Chunk) []Chunk {
 			// Set only when it changes: a map of 8 keys grows to set
 			// one it has.
 			if iv := int(o); v != iv {
-				c["order"] = iv
+				own(i)["order"] = iv
 			}
 		} else {
-			c["order"] = o
+			own(i)["order"] = o
 		}
 	}
 	type sortKey struct {

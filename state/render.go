@@ -76,6 +76,8 @@ type Compiled struct {
 	// Only Highstate and Compile fill it.
 	High map[string]any
 	// Low is the low state, ordered by Order; nil when Errors is not empty.
+	// Compiled through a Memo, chunks may be shared with the other
+	// compiles that use it: read only (copy one to change it).
 	Low []Chunk
 	// Errors are Salt's compile errors; when there are some nothing may run.
 	Errors []Error
@@ -132,12 +134,12 @@ func compileMatches(ld Loader, matches []EnvSLS, wantHigh bool, memo *Memo) Comp
 	if len(out.Errors) > 0 {
 		return out
 	}
-	low, err := compileHighData(high)
+	low, shared, err := compileHighData(high)
 	if err != nil {
 		out.Errors = append(out.Errors, Error{Msg: err.Error()})
 		return out
 	}
-	out.Low = Order(low)
+	out.Low = order(low, shared)
 	return out
 }
 

@@ -3,6 +3,7 @@ package statecomp
 import (
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"runtime"
 	"sort"
 	"strings"
@@ -372,6 +373,7 @@ func (c *Compiler) compile(req Request, k kind, highstate bool, d *device, cl *c
 			errs = append(errs, state.Check(low)...)
 		}
 		if len(errs) == 0 && k == kindApply {
+			ownForInline(low)
 			if err := c.fs.Inline(low, req.Saltenv, r.renderSource(defaultEnv(req.Saltenv))); err != nil {
 				errs = append(errs, err.Error())
 			}
@@ -400,6 +402,41 @@ func (c *Compiler) compile(req Request, k kind, highstate bool, d *device, cl *c
 	}
 	return &entry{state: st, sum: canonSum(st), deps: deps, files: files}
 }
+
+// ownForInline copies the chunks of low that fileserver.Inline may
+// change: it fills file.managed, cmd.script, archive.extracted and
+// file.recurse chunks and deletes its keys from any chunk that has them.
+// The others stay as package state gave them, maybe shared with other
+// compiles (state.Compiled.Low), which nothing changes.
+func ownForInline(low []state.Chunk) {
+	for i, c := range low {
+		switch c.State() {
+		case "file":
+			if f := c.Fun(); f == "managed" || f == "recurse" {
+				low[i] = maps.Clone(c)
+				continue
+			}
+		case "cmd":
+			if c.Fun() == "script" {
+				low[i] = maps.Clone(c)
+				continue
+			}
+		case "archive":
+			if c.Fun() == "extracted" {
+				low[i] = maps.Clone(c)
+				continue
+			}
+		}
+		for _, k := range inlineKeys {
+			if _, ok := c[k]; ok {
+				low[i] = maps.Clone(c)
+				break
+			}
+		}
+	}
+}
+
+var inlineKeys = []string{fileserver.KeyFiles, fileserver.KeyDirs, fileserver.KeyMissing, fileserver.KeyTooLarge, fileserver.KeyErrors}
 
 func defaultEnv(env string) string {
 	if env == "" {
