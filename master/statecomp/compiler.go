@@ -373,8 +373,7 @@ func (c *Compiler) compile(req Request, k kind, highstate bool, d *device, cl *c
 			errs = append(errs, state.Check(low)...)
 		}
 		if len(errs) == 0 && k == kindApply {
-			ownForInline(low)
-			if err := c.fs.Inline(low, req.Saltenv, r.renderSource(defaultEnv(req.Saltenv))); err != nil {
+			if err := c.fs.Inline(ownForInline(low), req.Saltenv, r.renderSource(defaultEnv(req.Saltenv))); err != nil {
 				errs = append(errs, err.Error())
 			}
 			r.recordInlined(low, defaultEnv(req.Saltenv))
@@ -404,36 +403,44 @@ func (c *Compiler) compile(req Request, k kind, highstate bool, d *device, cl *c
 }
 
 // ownForInline copies the chunks of low that fileserver.Inline may
-// change: it fills file.managed, cmd.script, archive.extracted and
-// file.recurse chunks and deletes its keys from any chunk that has them.
-// The others stay as package state gave them, maybe shared with other
-// compiles (state.Compiled.Low), which nothing changes.
-func ownForInline(low []state.Chunk) {
+// change, and gives them (in low's order) for Inline: it fills
+// file.managed, cmd.script, archive.extracted and file.recurse chunks and
+// deletes its keys from any chunk that has them (it leaves the others as
+// they are, but deleting is writing). The others stay as package state
+// gave them, maybe shared with other compiles (state.Compiled.Low),
+// which nothing changes.
+func ownForInline(low []state.Chunk) []state.Chunk {
+	var out []state.Chunk
 	for i, c := range low {
-		switch c.State() {
-		case "file":
-			if f := c.Fun(); f == "managed" || f == "recurse" {
-				low[i] = maps.Clone(c)
-				continue
-			}
-		case "cmd":
-			if c.Fun() == "script" {
-				low[i] = maps.Clone(c)
-				continue
-			}
-		case "archive":
-			if c.Fun() == "extracted" {
-				low[i] = maps.Clone(c)
-				continue
-			}
-		}
-		for _, k := range inlineKeys {
-			if _, ok := c[k]; ok {
-				low[i] = maps.Clone(c)
-				break
-			}
+		if inlineMayChange(c) {
+			low[i] = maps.Clone(c)
+			out = append(out, low[i])
 		}
 	}
+	return out
+}
+
+func inlineMayChange(c state.Chunk) bool {
+	switch c.State() {
+	case "file":
+		if f := c.Fun(); f == "managed" || f == "recurse" {
+			return true
+		}
+	case "cmd":
+		if c.Fun() == "script" {
+			return true
+		}
+	case "archive":
+		if c.Fun() == "extracted" {
+			return true
+		}
+	}
+	for _, k := range inlineKeys {
+		if _, ok := c[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 var inlineKeys = []string{fileserver.KeyFiles, fileserver.KeyDirs, fileserver.KeyMissing, fileserver.KeyTooLarge, fileserver.KeyErrors}
