@@ -119,11 +119,11 @@ func (f *family) get(c *Compiler, req Request, k kind, highstate bool, d *Device
 			ran = true
 			x := c.compile(req, k, highstate, dv, cl)
 			e.state, e.sum, e.deps, e.files = x.state, x.sum, x.deps, x.files
+			// Learned before the devices waiting on e see it: they
+			// key again on the grown deps rather than retry on the old.
+			f.learn(c, dv, e)
 		})
 		if ran || tries > 2 || subset(e.deps, deps) {
-			if ran {
-				f.learn(c, dv, e)
-			}
 			if !ran && !subset(e.deps, deps) {
 				// Still learning after retries: compile for this device
 				// alone rather than share a compile keyed on too little.
