@@ -142,7 +142,7 @@ func (c *compiler) reconcileExtend(high *highData, strict bool) []Error {
 						sls = pyStr(v)
 					}
 					e := Error{Msg: fmt.Sprintf("Cannot extend ID '%s' in '%s:%s'. It is not part of the high state.\nThis is likely due to a missing include statement or an incorrectly typed ID.\nEnsure that a state with an ID of '%s' is available\nin environment '%s' and to SLS '%s'", name, env, sls, name, env, sls)}
-					e.File = c.files[envSLS{env, sls}]
+					e.File = c.mods[envSLS{env, sls}]
 					errs = append(errs, e)
 					continue
 				}

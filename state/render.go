@@ -110,7 +110,7 @@ func CompileMatches(ld Loader, matches []EnvSLS) Compiled {
 }
 
 func compileMatches(ld Loader, matches []EnvSLS, wantHigh bool, memo *Memo) Compiled {
-	c := &compiler{ld: ld, memo: memo, iorder: 10000, mods: map[envSLS]bool{}, files: map[envSLS]string{}, matches: matches}
+	c := &compiler{ld: ld, memo: memo, iorder: 10000, mods: make(map[envSLS]string, slsCount(matches)), matches: matches}
 	if l, ok := ld.(Lister); ok {
 		c.lister = l
 		c.avail = map[string][]string{}
@@ -168,6 +168,15 @@ func (h *highData) plainHigh() map[string]any {
 	return out
 }
 
+// slsCount is how many SLS matches names (without globs and includes).
+func slsCount(matches []EnvSLS) int {
+	n := 0
+	for _, m := range matches {
+		n += len(m.SLS)
+	}
+	return min(n, 1024)
+}
+
 // envSLS is an SLS of an env.
 type envSLS struct{ env, sls string }
 
@@ -178,9 +187,8 @@ type compiler struct {
 	avail   map[string][]string // env -> SLS names, from lister
 	envs    []string
 	iorder  int
-	mods    map[envSLS]bool // rendered
+	mods    map[envSLS]string // rendered (or failed): SLS -> file
 	matches []EnvSLS
-	files   map[envSLS]string // SLS -> file
 	// located are the files rendered, in order: the last one to declare
 	// an ID says where it is.
 	located []*fileHigh
@@ -286,7 +294,7 @@ func (c *compiler) renderHighstate() (*highData, []Error) {
 				files = []string{match}
 			}
 			for _, name := range files {
-				if c.mods[envSLS{m.Env, name}] {
+				if _, done := c.mods[envSLS{m.Env, name}]; done {
 					continue
 				}
 				st, errs := c.renderState(name, m.Env)
@@ -388,11 +396,10 @@ func (c *compiler) renderState(name, env string) (*highData, []Error) {
 		if errors.As(err, &se) {
 			e.File, e.Line = se.File, se.Line
 		}
-		c.mods[envSLS{env, name}] = true
+		c.mods[envSLS{env, name}] = ""
 		return nil, []Error{e}
 	}
-	c.mods[envSLS{env, name}] = true
-	c.files[envSLS{env, name}] = file
+	c.mods[envSLS{env, name}] = file
 	if len(entries) == 0 {
 		return nil, nil
 	}
@@ -463,7 +470,7 @@ func (c *compiler) renderState(name, env string) (*highData, []Error) {
 				if len(resolved) == 1 {
 					rEnv = resolved[0]
 				}
-				if c.mods[envSLS{rEnv, t}] {
+				if _, done := c.mods[envSLS{rEnv, t}]; done {
 					continue
 				}
 				nst, nerrs := c.renderState(t, rEnv)

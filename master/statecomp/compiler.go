@@ -335,7 +335,7 @@ func merge(a, b map[string]any, depth int) map[string]any {
 // sources inlined.
 func (c *Compiler) compile(req Request, k kind, highstate bool, d *device, cl *call) *entry {
 	// Sized for a highstate of some tens of files.
-	r := &run{c: c, call: cl, d: d, deps: make(map[string]bool, 8), files: make(map[string]fileRec, 32), keys: make(map[depsID][32]byte, 4)}
+	r := &run{c: c, call: cl, d: d, deps: make(map[string]bool, 8), files: make(map[string]*looked, 32), srcs: make([]*looked, 0, 32), keys: make(map[depsID][32]byte, 4)}
 	st := map[string]any{"saltenv": req.Saltenv, "mods": toAny(req.Mods)}
 	var errs []string
 	var matches []state.EnvSLS
@@ -396,8 +396,8 @@ func (c *Compiler) compile(req Request, k kind, highstate bool, d *device, cl *c
 	}
 	sort.Strings(deps)
 	files := make([]fileRec, 0, len(r.files))
-	for _, f := range r.files {
-		files = append(files, f)
+	for _, l := range r.files {
+		files = append(files, l.rec)
 	}
 	return &entry{state: st, sum: canonSum(st), deps: deps, files: files}
 }

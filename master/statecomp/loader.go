@@ -197,37 +197,34 @@ type run struct {
 	d    *device
 	deps map[string]bool
 	// files are the lookups made, by key (the first answer counts).
-	files map[string]fileRec
+	files map[string]*looked
 	// tpls are the templates read by includes and imports during the
 	// rendering in progress.
 	tpls []string
 	// srcs are the files read, in order, for relative includes (the last
 	// read of a path says where it is under its root).
-	srcs []srcRead
+	srcs []*looked
 	keys map[depsID][32]byte // depKey by deps
 }
 
 func (r *run) read(key string) *looked {
 	l := r.call.get(key)
 	if _, ok := r.files[key]; !ok {
-		r.files[key] = l.rec
+		r.files[key] = l
 		if l.src != nil {
 			for _, d := range l.deps {
 				r.deps[d] = true
 			}
-			r.srcs = append(r.srcs, srcRead{l.rec.path, l.rel})
+			r.srcs = append(r.srcs, l)
 		}
 	}
 	return l
 }
 
-// srcRead is a file read: its path on disk and under its root.
-type srcRead struct{ path, rel string }
-
 // relOf is the path under its root of the file read at path.
 func (r *run) relOf(path string) (string, bool) {
 	for i := len(r.srcs) - 1; i >= 0; i-- {
-		if r.srcs[i].path == path {
+		if r.srcs[i].rec.path == path {
 			return r.srcs[i].rel, true
 		}
 	}
