@@ -42,15 +42,24 @@ func BenchmarkCompile(b *testing.B) {
 		}
 		ct[name] = entries
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		c := CompileMatches(ct, []EnvSLS{{"base", mods}})
-		if len(c.Errors) > 0 || len(c.Low) != 140 {
-			b.Fatalf("%v, %d chunks", c.Errors, len(c.Low))
-		}
-		if p := Problems(c.Low); len(p) > 0 {
-			b.Fatal(p)
-		}
+	// memo=true: as the master compiles, the files' own high data kept
+	// between compiles (the entries are the same slices).
+	for _, memo := range []bool{false, true} {
+		b.Run(fmt.Sprintf("memo=%v", memo), func(b *testing.B) {
+			var m *Memo
+			if memo {
+				m = NewMemo()
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				c := compileMatches(ct, []EnvSLS{{"base", mods}}, false, m)
+				if len(c.Errors) > 0 || len(c.Low) != 140 {
+					b.Fatalf("%v, %d chunks", c.Errors, len(c.Low))
+				}
+				if p := Problems(c.Low); len(p) > 0 {
+					b.Fatal(p)
+				}
+			}
+		})
 	}
 }

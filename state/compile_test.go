@@ -231,6 +231,7 @@ func TestCompileErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := CompileMatches(tc.files, []EnvSLS{{Env: "base", SLS: tc.mods}})
+			checkMemo(t, tc.files, []EnvSLS{{Env: "base", SLS: tc.mods}})
 			if diff := cmp.Diff(tc.want, msgs(c.Errors)); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}

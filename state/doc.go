@@ -24,6 +24,13 @@
 // Errors are Salt's strings (Error.Msg) with the SLS file and line where
 // the entry is known (Error.String).
 //
+// A Memo makes compiles that load the same entries (a Loader that caches
+// its renderings, as the master does for the devices of one job) share
+// the work of each file on its own: render_state's per-file stages, the
+// auto orders from a given first number, and each ID's chunks. The shared
+// high data and chunks are read only; the compiler copies what it
+// changes (reconcile_extend's targets, Order's chunks).
+//
 // What the engine calls on the agent, on the ordered low state: Check or
 // Problems (requisites that name no chunk, with Salt's "The following
 // requisites were not found" comment, and cycles), Sequence (the order

@@ -32,6 +32,7 @@ func FuzzCompile(f *testing.F) {
 		}
 		files := tree{"base/a.sls": a, "base/b/init.sls": b, "prod/e.sls": b}
 		c := CompileMatches(rawTree(files), []EnvSLS{{"base", []string{"a", "b*"}}, {"prod", []string{"e"}}})
+		checkMemo(t, rawTree(files), []EnvSLS{{"base", []string{"a", "b*"}}, {"prod", []string{"e"}}})
 		_ = c.High
 		low := c.Low
 		Problems(low)

@@ -87,6 +87,7 @@ func compile(t *testing.T, ld Loader, mods ...string) []Chunk {
 	if len(c.Errors) > 0 {
 		t.Fatalf("compile %v: %v", mods, Strings(c.Errors))
 	}
+	checkMemo(t, ld, []EnvSLS{{Env: "base", SLS: mods}})
 	return c.Low
 }
 

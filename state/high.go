@@ -142,7 +142,7 @@ func (c *compiler) reconcileExtend(high *highData, strict bool) []Error {
 						sls = pyStr(v)
 					}
 					e := Error{Msg: fmt.Sprintf("Cannot extend ID '%s' in '%s:%s'. It is not part of the high state.\nThis is likely due to a missing include statement or an incorrectly typed ID.\nEnsure that a state with an ID of '%s' is available\nin environment '%s' and to SLS '%s'", name, env, sls, name, env, sls)}
-					e.File = c.files[env+":"+sls]
+					e.File = c.mods[envSLS{env, sls}]
 					errs = append(errs, e)
 					continue
 				}
@@ -161,6 +161,7 @@ func (c *compiler) reconcileExtend(high *highData, strict bool) []Error {
 			if excluded {
 				continue
 			}
+			target = c.own(high, name, target)
 			for _, state := range body.keys {
 				if strings.HasPrefix(state, "__") {
 					continue
@@ -286,106 +287,119 @@ func (c *compiler) verifyHigh(high *highData) []Error {
 			add(fmt.Sprintf("The type %s in %s is not formatted as a dictionary", name, pyStr(high.ids.m[name])))
 			continue
 		}
-		sls := pyStr(body.m["__sls__"])
-		for _, state := range body.keys {
-			if strings.HasPrefix(state, "__") {
-				continue
+		if f := body.facts.get(name); f != nil && !f.verifyReqs {
+			for _, msg := range f.verifyMsgs {
+				add(msg)
 			}
-			v := body.m[state]
-			if v == nil {
-				add(fmt.Sprintf("ID '%s' in SLS '%s' contains a short declaration (%s) with a trailing colon. When not passing any arguments to a state, the colon must be omitted.", name, sls, state))
-				continue
-			}
-			run, ok := v.([]any)
-			if !ok {
-				add(fmt.Sprintf("State '%s' in SLS '%s' is not formed as a list", name, sls))
-				continue
-			}
-			fun := 0
-			if strings.Contains(state, ".") {
-				fun++
-			}
-			for _, arg := range run {
-				switch a := arg.(type) {
-				case string:
-					fun++
-					if strings.Contains(strings.TrimSpace(a), " ") {
-						add(fmt.Sprintf(`The function "%s" in state "%s" in SLS "%s" has whitespace, a function with whitespace is not supported, perhaps this is an argument that is missing a ":"`, a, name, sls))
-					}
-				case map[string]any:
-					if len(a) == 0 {
-						continue
-					}
-					argfirst := first(a)
-					if argfirst == "names" {
-						if _, ok := a[argfirst].([]any); !ok {
-							add(fmt.Sprintf("The 'names' argument in state '%s' in SLS '%s' needs to be formed as a list", name, sls))
-						}
-					}
-					switch argfirst {
-					case "require", "watch", "prereq", "onchanges":
-						list, ok := a[argfirst].([]any)
-						if !ok {
-							add(fmt.Sprintf("The %s statement in state '%s' in SLS '%s' needs to be formed as a list", argfirst, name, sls))
-							break
-						}
-						reqs[name] = map[string]string{"state": state}
-						for _, req := range list {
-							if s, ok := req.(string); ok {
-								req = map[string]any{"id": s}
-							}
-							rm, ok := req.(map[string]any)
-							if !ok || len(rm) == 0 {
-								add(fmt.Sprintf("Requisite declaration %s in SLS %s is not formed as a single key dictionary", pyStr(req), sls))
-								continue
-							}
-							reqKey := first(rm)
-							reqVal := rm[reqKey]
-							if i := strings.Index(reqKey, "."); i >= 0 {
-								add(fmt.Sprintf("Invalid requisite type '%s' in state '%s', in SLS '%s'. Requisite types must not contain dots, did you mean '%s'?", reqKey, name, sls, reqKey[:i]))
-							}
-							if !hashable(reqVal) {
-								add(fmt.Sprintf("Illegal requisite \"%s\", please check your syntax.\n", pyStr(reqVal)))
-								continue
-							}
-							rv := pyStr(reqVal)
-							reqs[name][rv] = reqKey
-							if other, ok := reqs[rv]; ok {
-								if k, ok := other[name]; ok && k == state && other["state"] == reqs[name][rv] {
-									add(fmt.Sprintf(`A recursive requisite was found, SLS "%s" ID "%s" ID "%s"`, sls, name, rv))
-								}
-							}
-						}
-					}
-					if len(a) != 1 {
-						add(fmt.Sprintf("Multiple dictionaries defined in argument of state '%s' in SLS '%s'", name, sls))
-					}
-				}
-			}
-			if fun == 0 {
-				if state == "require" || state == "watch" {
-					continue
-				}
-				add(fmt.Sprintf("No function declared in state '%s' in SLS '%s'", state, sls))
-			} else if fun > 1 {
-				add(fmt.Sprintf("Too many functions declared in state '%s' in SLS '%s'", state, sls))
-			}
+			continue
 		}
+		verifyBody(name, body, reqs, add)
 	}
 	return errs
 }
 
-// compileHighData is State.compile_high_data without the ordering: one
-// chunk per state function and name. A chunk's values are the high
-// data's, shared with the Loader's entries: a caller that changes a
-// chunk sets its keys, never changes a list or map inside.
+// verifyBody is verify_high for one ID: its errors through add, and its
+// requisites into reqs (for the recursive requisite error).
+func verifyBody(name string, body *omap, reqs map[string]map[string]string, add func(string)) {
+	sls := pyStr(body.m["__sls__"])
+	for _, state := range body.keys {
+		if strings.HasPrefix(state, "__") {
+			continue
+		}
+		v := body.m[state]
+		if v == nil {
+			add(fmt.Sprintf("ID '%s' in SLS '%s' contains a short declaration (%s) with a trailing colon. When not passing any arguments to a state, the colon must be omitted.", name, sls, state))
+			continue
+		}
+		run, ok := v.([]any)
+		if !ok {
+			add(fmt.Sprintf("State '%s' in SLS '%s' is not formed as a list", name, sls))
+			continue
+		}
+		fun := 0
+		if strings.Contains(state, ".") {
+			fun++
+		}
+		for _, arg := range run {
+			switch a := arg.(type) {
+			case string:
+				fun++
+				if strings.Contains(strings.TrimSpace(a), " ") {
+					add(fmt.Sprintf(`The function "%s" in state "%s" in SLS "%s" has whitespace, a function with whitespace is not supported, perhaps this is an argument that is missing a ":"`, a, name, sls))
+				}
+			case map[string]any:
+				if len(a) == 0 {
+					continue
+				}
+				argfirst := first(a)
+				if argfirst == "names" {
+					if _, ok := a[argfirst].([]any); !ok {
+						add(fmt.Sprintf("The 'names' argument in state '%s' in SLS '%s' needs to be formed as a list", name, sls))
+					}
+				}
+				switch argfirst {
+				case "require", "watch", "prereq", "onchanges":
+					list, ok := a[argfirst].([]any)
+					if !ok {
+						add(fmt.Sprintf("The %s statement in state '%s' in SLS '%s' needs to be formed as a list", argfirst, name, sls))
+						break
+					}
+					reqs[name] = map[string]string{"state": state}
+					for _, req := range list {
+						if s, ok := req.(string); ok {
+							req = map[string]any{"id": s}
+						}
+						rm, ok := req.(map[string]any)
+						if !ok || len(rm) == 0 {
+							add(fmt.Sprintf("Requisite declaration %s in SLS %s is not formed as a single key dictionary", pyStr(req), sls))
+							continue
+						}
+						reqKey := first(rm)
+						reqVal := rm[reqKey]
+						if i := strings.Index(reqKey, "."); i >= 0 {
+							add(fmt.Sprintf("Invalid requisite type '%s' in state '%s', in SLS '%s'. Requisite types must not contain dots, did you mean '%s'?", reqKey, name, sls, reqKey[:i]))
+						}
+						if !hashable(reqVal) {
+							add(fmt.Sprintf("Illegal requisite \"%s\", please check your syntax.\n", pyStr(reqVal)))
+							continue
+						}
+						rv := pyStr(reqVal)
+						reqs[name][rv] = reqKey
+						if other, ok := reqs[rv]; ok {
+							if k, ok := other[name]; ok && k == state && other["state"] == reqs[name][rv] {
+								add(fmt.Sprintf(`A recursive requisite was found, SLS "%s" ID "%s" ID "%s"`, sls, name, rv))
+							}
+						}
+					}
+				}
+				if len(a) != 1 {
+					add(fmt.Sprintf("Multiple dictionaries defined in argument of state '%s' in SLS '%s'", name, sls))
+				}
+			}
+		}
+		if fun == 0 {
+			if state == "require" || state == "watch" {
+				continue
+			}
+			add(fmt.Sprintf("No function declared in state '%s' in SLS '%s'", state, sls))
+		} else if fun > 1 {
+			add(fmt.Sprintf("Too many functions declared in state '%s' in SLS '%s'", state, sls))
+		}
+	}
+}
+
 // MaxChunks bounds the low state one compile makes.
 const MaxChunks = 10000
 
 var errTooMany = fmt.Errorf("Too many states: more than %d", MaxChunks)
 
-func compileHighData(high *highData) ([]Chunk, error) {
-	var chunks []Chunk
+// compileHighData is State.compile_high_data without the ordering: one
+// chunk per state function and name. A chunk's values are the high
+// data's, shared with the Loader's entries: a caller that changes a
+// chunk sets its keys, never changes a list or map inside. The chunks of
+// an ID whose body a Memo keeps are the Memo's, the same for every
+// compile (read only): marked in shared.
+func compileHighData(high *highData) (chunks []Chunk, shared []bool, err error) {
 	for _, name := range high.ids.keys {
 		if strings.HasPrefix(name, "__") {
 			continue
@@ -394,113 +408,167 @@ func compileHighData(high *highData) ([]Chunk, error) {
 		if !ok {
 			continue
 		}
-		for _, state := range body.keys {
-			if strings.HasPrefix(state, "__") {
-				continue
+		if f := body.facts.get(name); f != nil {
+			if f.err != nil {
+				return nil, nil, f.err
 			}
-			run, _ := body.m[state].([]any)
-			var funcs []string
-			var names []any
-			seenNames := map[string]bool{}
-			chunk := Chunk{"state": state, "name": name}
-			if v, ok := body.get("__sls__"); ok {
-				chunk["__sls__"] = v
+			chunks = append(chunks, f.chunks...)
+			for range f.chunks {
+				shared = append(shared, true)
 			}
-			if v, ok := body.get("__env__"); ok {
-				chunk["__env__"] = v
+		} else {
+			if chunks, err = bodyChunks(chunks, name, body); err != nil {
+				return nil, nil, err
 			}
-			chunk["__id__"] = name
-			for _, arg := range run {
-				switch a := arg.(type) {
-				case string:
-					dup := false
-					for _, f := range funcs {
-						dup = dup || f == a
+			for len(shared) < len(chunks) {
+				shared = append(shared, false)
+			}
+		}
+		if len(chunks) > MaxChunks {
+			return nil, nil, errTooMany
+		}
+	}
+	return chunks, shared, nil
+}
+
+// bodyChunks appends the chunks of one ID to chunks.
+func bodyChunks(chunks []Chunk, name string, body *omap) ([]Chunk, error) {
+	var nameV any = name // boxed once for the chunks of the ID
+	for _, state := range body.keys {
+		if strings.HasPrefix(state, "__") {
+			continue
+		}
+		run, _ := body.m[state].([]any)
+		var fbuf [2]any
+		funcs := fbuf[:0] // the function names (strings) as run has them
+		var names []any
+		var seenNames map[string]bool
+		// state, name, __sls__, __env__, __id__, fun, order and the
+		// arguments: one map that need not grow (and, up to 8 keys, a
+		// map of one group).
+		size, order := 6, 1
+		for _, arg := range run {
+			if a, ok := arg.(map[string]any); ok {
+				size += len(a)
+				if _, ok := a["name"]; ok {
+					size--
+				}
+				if _, ok := a["order"]; ok {
+					order = 0
+				}
+			}
+		}
+		chunk := make(Chunk, size+order)
+		chunk["state"], chunk["name"] = state, nameV
+		if v, ok := body.get("__sls__"); ok {
+			chunk["__sls__"] = v
+		}
+		if v, ok := body.get("__env__"); ok {
+			chunk["__env__"] = v
+		}
+		chunk["__id__"] = nameV
+		for _, arg := range run {
+			switch a := arg.(type) {
+			case string:
+				dup := false
+				for _, f := range funcs {
+					dup = dup || f.(string) == a
+				}
+				if !dup {
+					funcs = append(funcs, arg)
+				}
+			case map[string]any:
+				var one [1]string
+				keys := one[:0]
+				if len(a) == 1 {
+					for k := range a {
+						keys = append(keys, k)
 					}
-					if !dup {
-						funcs = append(funcs, a)
-					}
-				case map[string]any:
-					for _, key := range sortedKeys(a) {
-						val := a[key]
-						switch {
-						case key == "names":
-							l, _ := val.([]any)
-							for _, n := range l {
-								k := pyRepr(n)
-								if len(k) > 256 {
-									k = fmt.Sprintf("%p%d", l, len(names))
-								}
-								if !seenNames[k] {
-									seenNames[k] = true
-									names = append(names, n)
-								}
-								if len(names) > MaxChunks {
-									return nil, errTooMany
-								}
+				} else {
+					keys = sortedKeys(a)
+				}
+				for _, key := range keys {
+					val := a[key]
+					switch {
+					case key == "names":
+						l, _ := val.([]any)
+						if seenNames == nil {
+							seenNames = make(map[string]bool, len(l))
+						}
+						for _, n := range l {
+							k := pyRepr(n)
+							if len(k) > 256 {
+								k = fmt.Sprintf("%p%d", l, len(names))
 							}
-						case key == "state":
-						case key == "name":
-							if _, ok := val.(string); !ok {
-								chunk[key] = name
-							} else {
-								chunk[key] = val
+							if !seenNames[k] {
+								seenNames[k] = true
+								names = append(names, n)
 							}
-						default:
+							if len(names) > MaxChunks {
+								return nil, errTooMany
+							}
+						}
+					case key == "state":
+					case key == "name":
+						if _, ok := val.(string); !ok {
+							chunk[key] = nameV
+						} else {
 							chunk[key] = val
 						}
+					default:
+						chunk[key] = val
 					}
 				}
 			}
-			if len(names) > 0 {
-				for i, entry := range names {
-					live := maps.Clone(map[string]any(chunk))
-					if m, ok := entry.(map[string]any); ok && len(m) > 0 {
-						low := first(m)
-						live["name"] = low
-						switch opts := m[low].(type) {
-						case []any:
-							for _, o := range opts {
-								if om, ok := o.(map[string]any); ok {
-									for k, v := range om {
-										live[k] = v
-									}
+		}
+		if len(names) > 0 {
+			for i, entry := range names {
+				live := maps.Clone(map[string]any(chunk))
+				if m, ok := entry.(map[string]any); ok && len(m) > 0 {
+					low := first(m)
+					live["name"] = low
+					switch opts := m[low].(type) {
+					case []any:
+						for _, o := range opts {
+							if om, ok := o.(map[string]any); ok {
+								for k, v := range om {
+									live[k] = v
 								}
 							}
-						case map[string]any:
-							for k, v := range opts {
-								live[k] = v
-							}
 						}
-					} else {
-						live["name"] = entry
-					}
-					live["name_order"] = i + 1
-					for k, fun := range funcs {
-						l := Chunk(live)
-						if k > 0 {
-							l = Chunk(maps.Clone(live))
+					case map[string]any:
+						for k, v := range opts {
+							live[k] = v
 						}
-						l["fun"] = fun
-						chunks = append(chunks, l)
 					}
-					if len(chunks) > MaxChunks {
-						return nil, errTooMany
+				} else {
+					live["name"] = entry
+				}
+				live["name_order"] = i + 1
+				for k, fun := range funcs {
+					l := Chunk(live)
+					if k > 0 {
+						l = Chunk(maps.Clone(live))
 					}
+					l["fun"] = fun
+					chunks = append(chunks, l)
 				}
-				continue
-			}
-			for k, fun := range funcs {
-				l := chunk
-				if k > 0 {
-					l = Chunk(maps.Clone(map[string]any(chunk)))
+				if len(chunks) > MaxChunks {
+					return nil, errTooMany
 				}
-				l["fun"] = fun
-				chunks = append(chunks, l)
 			}
-			if len(chunks) > MaxChunks {
-				return nil, errTooMany
+			continue
+		}
+		for k, fun := range funcs {
+			l := chunk
+			if k > 0 {
+				l = Chunk(maps.Clone(map[string]any(chunk)))
 			}
+			l["fun"] = fun
+			chunks = append(chunks, l)
+		}
+		if len(chunks) > MaxChunks {
+			return nil, errTooMany
 		}
 	}
 	return chunks, nil

@@ -2,7 +2,9 @@ package state
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +15,9 @@ import (
 type omap struct {
 	keys []string
 	m    map[string]any
+	// facts are set on an ID's body that a Memo keeps (which nothing
+	// changes: a clone has none).
+	facts *bodyFacts
 }
 
 func newOmap() *omap { return &omap{m: map[string]any{}} }
@@ -44,6 +49,11 @@ func (o *omap) del(k string) (any, bool) {
 		}
 	}
 	return v, true
+}
+
+// clone is a shallow copy of o: its keys and values, in a map of its own.
+func (o *omap) clone() *omap {
+	return &omap{keys: slices.Clip(o.keys), m: maps.Clone(o.m)}
 }
 
 // list is the keys, copied, so the map can change while one ranges.

@@ -1,9 +1,11 @@
 package state
 
 import (
+	"cmp"
 	"errors"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -15,7 +17,18 @@ import (
 // expansion) is added as name_order/10000 and removed. Ties keep their
 // order after sorting by state+name+fun as text (a stable sort, like
 // Python's). Run it once: a second run sees the numbers the first one set.
-func Order(chunks []Chunk) []Chunk {
+func Order(chunks []Chunk) []Chunk { return order(chunks, nil) }
+
+// order is Order, copying the chunks marked shared before it changes one
+// (the copy takes its place in chunks).
+func order(chunks []Chunk, shared []bool) []Chunk {
+	own := func(i int) Chunk {
+		if shared != nil && shared[i] {
+			chunks[i] = maps.Clone(chunks[i])
+			shared[i] = false
+		}
+		return chunks[i]
+	}
 	capv := 1
 	for _, c := range chunks {
 		o, ok := intOrder(c["order"])
@@ -30,7 +43,7 @@ func Order(chunks []Chunk) []Chunk {
 	for i, c := range chunks {
 		v, has := c["order"]
 		if !has {
-			c["order"] = capv
+			own(i)["order"] = capv
 			keys[i] = float64(capv)
 			continue
 		}
@@ -48,37 +61,66 @@ func Order(chunks []Chunk) []Chunk {
 		if no, ok := c["name_order"]; ok {
 			n, _ := number(no)
 			o += n / 10000.0
-			delete(c, "name_order")
+			delete(own(i), "name_order")
 		}
 		if o < 0 {
 			o = float64(capv+1000000) + o
 		}
 		keys[i] = o
 		if o == math.Trunc(o) && math.Abs(o) < 1<<53 {
-			c["order"] = int(o)
+			// Set only when it changes: a map of 8 keys grows to set
+			// one it has.
+			if iv := int(o); v != iv {
+				own(i)["order"] = iv
+			}
 		} else {
-			c["order"] = o
+			own(i)["order"] = o
 		}
 	}
-	idx := make([]int, len(chunks))
-	text := make([]string, len(chunks))
+	type sortKey struct {
+		order float64
+		text  [3]string // state, name, fun: compared as one text
+		c     Chunk
+	}
+	sorted := make([]sortKey, len(chunks))
 	for i, c := range chunks {
-		idx[i] = i
-		text[i] = pyStr(c["state"]) + pyStr(c["name"]) + pyStr(c["fun"])
+		sorted[i] = sortKey{keys[i], [3]string{pyStr(c["state"]), pyStr(c["name"]), pyStr(c["fun"])}, c}
 	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		i, j := idx[a], idx[b]
-		if keys[i] != keys[j] {
-			return keys[i] < keys[j]
+	slices.SortStableFunc(sorted, func(a, b sortKey) int {
+		if a.order != b.order {
+			return cmp.Compare(a.order, b.order)
 		}
-		return text[i] < text[j]
+		return compareJoined(a.text, b.text)
 	})
-	out := make([]Chunk, len(chunks))
-	for k, i := range idx {
-		out[k] = chunks[i]
+	for i, k := range sorted {
+		chunks[i] = k.c
 	}
-	copy(chunks, out)
 	return chunks
+}
+
+// compareJoined compares a[0]+a[1]+a[2] with b[0]+b[1]+b[2] as strings
+// are compared, without joining them.
+func compareJoined(a, b [3]string) int {
+	i, j := 0, 0 // the part of a, of b
+	x, y := a[0], b[0]
+	for {
+		for x == "" && i < 2 {
+			i++
+			x = a[i]
+		}
+		for y == "" && j < 2 {
+			j++
+			y = b[j]
+		}
+		if x == "" || y == "" {
+			return cmp.Compare(len(x), len(y))
+		}
+		n := min(len(x), len(y))
+		if c := strings.Compare(x[:n], y[:n]); c != 0 {
+			return c
+		}
+		x, y = x[n:], y[n:]
+	}
 }
 
 // intOrder is an order Python's isinstance(order, int) accepts (bools too).

@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -308,6 +309,46 @@ func TestFnmatch(t *testing.T) {
 	for _, tc := range tests {
 		if got := fnmatch(tc.name, tc.pat); got != tc.want {
 			t.Errorf("fnmatch(%q, %q) = %v, want %v", tc.name, tc.pat, got, tc.want)
+		}
+	}
+}
+
+// TestCompareJoined: compareJoined orders as comparing the joined texts
+// (Salt's order_chunks sorts by state + name + fun as one string).
+func TestCompareJoined(t *testing.T) {
+	parts := []string{"", "a", "ab", "b", "aa", "é", "a\x00"}
+	var all [][3]string
+	for _, x := range parts {
+		for _, y := range parts {
+			for _, z := range parts {
+				all = append(all, [3]string{x, y, z})
+			}
+		}
+	}
+	for _, a := range all {
+		for _, b := range all {
+			want := strings.Compare(a[0]+a[1]+a[2], b[0]+b[1]+b[2])
+			if got := compareJoined(a, b); got != want {
+				t.Fatalf("compareJoined(%q, %q) = %d, want %d", a, b, got, want)
+			}
+		}
+	}
+}
+
+// TestRequisiteKind: requisiteKind numbers Requisites in order, and
+// nothing else.
+func TestRequisiteKind(t *testing.T) {
+	if len(Requisites) != numRequisites {
+		t.Fatalf("got %d requisites, want numRequisites %d", len(Requisites), numRequisites)
+	}
+	for i, k := range Requisites {
+		if got := requisiteKind(k); got != i {
+			t.Errorf("requisiteKind(%q) = %d, want %d", k, got, i)
+		}
+	}
+	for _, k := range []string{"", "name", "require_in", "listen", "use", "onfail_stop"} {
+		if got := requisiteKind(k); got != -1 {
+			t.Errorf("requisiteKind(%q) = %d, want -1", k, got)
 		}
 	}
 }

@@ -76,6 +76,8 @@ type Compiled struct {
 	// Only Highstate and Compile fill it.
 	High map[string]any
 	// Low is the low state, ordered by Order; nil when Errors is not empty.
+	// Compiled through a Memo, chunks may be shared with the other
+	// compiles that use it: read only (copy one to change it).
 	Low []Chunk
 	// Errors are Salt's compile errors; when there are some nothing may run.
 	Errors []Error
@@ -84,7 +86,7 @@ type Compiled struct {
 // Compile renders mods in env as state.sls does and compiles them: high
 // data, the ordered low state, and Salt's errors as strings (see Error).
 func Compile(ld Loader, env string, mods []string) (high map[string]any, low []Chunk, errs []string) {
-	c := compileMatches(ld, []EnvSLS{{Env: env, SLS: mods}}, true)
+	c := compileMatches(ld, []EnvSLS{{Env: env, SLS: mods}}, true, nil)
 	return c.High, c.Low, Strings(c.Errors)
 }
 
@@ -92,7 +94,7 @@ func Compile(ld Loader, env string, mods []string) (high map[string]any, low []C
 // compile_highstate: render_highstate and its errors), and the low state
 // compiled from it.
 func Highstate(ld Loader, matches []EnvSLS) Compiled {
-	return compileMatches(ld, matches, true)
+	return compileMatches(ld, matches, true, nil)
 }
 
 // CompileMatches renders and compiles the SLS of each env in order (a
@@ -104,11 +106,11 @@ func Highstate(ld Loader, matches []EnvSLS) Compiled {
 //
 // Compiled.High is left nil (Highstate fills it).
 func CompileMatches(ld Loader, matches []EnvSLS) Compiled {
-	return compileMatches(ld, matches, false)
+	return compileMatches(ld, matches, false, nil)
 }
 
-func compileMatches(ld Loader, matches []EnvSLS, wantHigh bool) Compiled {
-	c := &compiler{ld: ld, iorder: 10000, mods: map[string]bool{}, locs: map[string]Error{}, files: map[string]string{}, matches: matches}
+func compileMatches(ld Loader, matches []EnvSLS, wantHigh bool, memo *Memo) Compiled {
+	c := &compiler{ld: ld, memo: memo, iorder: 10000, mods: make(map[envSLS]string, slsCount(matches)), matches: matches}
 	if l, ok := ld.(Lister); ok {
 		c.lister = l
 		c.avail = map[string][]string{}
@@ -132,12 +134,12 @@ func compileMatches(ld Loader, matches []EnvSLS, wantHigh bool) Compiled {
 	if len(out.Errors) > 0 {
 		return out
 	}
-	low, err := compileHighData(high)
+	low, shared, err := compileHighData(high)
 	if err != nil {
 		out.Errors = append(out.Errors, Error{Msg: err.Error()})
 		return out
 	}
-	out.Low = Order(low)
+	out.Low = order(low, shared)
 	return out
 }
 
@@ -166,16 +168,33 @@ func (h *highData) plainHigh() map[string]any {
 	return out
 }
 
+// slsCount is how many SLS matches names (without globs and includes).
+func slsCount(matches []EnvSLS) int {
+	n := 0
+	for _, m := range matches {
+		n += len(m.SLS)
+	}
+	return min(n, 1024)
+}
+
+// envSLS is an SLS of an env.
+type envSLS struct{ env, sls string }
+
 type compiler struct {
 	ld      Loader
+	memo    *Memo
 	lister  Lister
 	avail   map[string][]string // env -> SLS names, from lister
 	envs    []string
 	iorder  int
-	mods    map[string]bool // "env:sls" rendered
+	mods    map[envSLS]string // rendered (or failed): SLS -> file
 	matches []EnvSLS
-	locs    map[string]Error  // ID -> where it was declared
-	files   map[string]string // "env:sls" -> file
+	// located are the files rendered, in order: the last one to declare
+	// an ID says where it is.
+	located []*fileHigh
+	// owned are the ID bodies this compile made: the others (from the
+	// files' high data, maybe a Memo's) are copied before they change.
+	owned map[*omap]bool
 }
 
 func (c *compiler) envExists(env string) bool {
@@ -232,14 +251,35 @@ func (c *compiler) matchEnv(env string) bool {
 
 // at is the location of an ID for an error.
 func (c *compiler) at(id string, msg string) Error {
-	e := c.locs[id]
-	e.Msg = msg
-	return e
+	for i := len(c.located) - 1; i >= 0; i-- {
+		if fh := c.located[i]; fh.located[id] {
+			return fh.loc(id, msg)
+		}
+	}
+	return Error{Msg: msg}
+}
+
+// own is high's body of id, target, made the compile's own (a copy,
+// the first time) so that it may change.
+func (c *compiler) own(high *highData, id string, target *omap) *omap {
+	if c.owned[target] {
+		return target
+	}
+	if c.owned == nil {
+		c.owned = map[*omap]bool{}
+	}
+	t := target.clone()
+	c.owned[t] = true
+	high.ids.m[id] = t
+	return t
 }
 
 // renderHighstate is BaseHighState.render_highstate.
 func (c *compiler) renderHighstate() (*highData, []Error) {
 	high := newHigh()
+	if n := c.memo.idsHint(); n > 0 {
+		high.ids = &omap{keys: make([]string, 0, n), m: make(map[string]any, n)}
+	}
 	var all []Error
 	for _, m := range c.matches {
 		for _, match := range m.SLS {
@@ -254,15 +294,18 @@ func (c *compiler) renderHighstate() (*highData, []Error) {
 				files = []string{match}
 			}
 			for _, name := range files {
-				if c.mods[m.Env+":"+name] {
+				if _, done := c.mods[envSLS{m.Env, name}]; done {
 					continue
 				}
 				st, errs := c.renderState(name, m.Env)
 				if st != nil {
 					c.mergeIncluded(high, st, &errs)
 				}
-				this := fmt.Sprintf("SLS %s in saltenv", match)
+				this := ""
 				for i, e := range errs {
+					if this == "" {
+						this = fmt.Sprintf("SLS %s in saltenv", match)
+					}
 					if strings.Contains(e.Msg, "is not available") && strings.Contains(e.Msg, this) {
 						errs[i] = Error{Msg: fmt.Sprintf("No matching sls found for '%s' in env '%s'", match, m.Env)}
 					}
@@ -272,6 +315,7 @@ func (c *compiler) renderHighstate() (*highData, []Error) {
 		}
 	}
 	cleanDuplicateExtends(high)
+	c.memo.setIDsHint(len(high.ids.keys))
 	return high, all
 }
 
@@ -352,49 +396,24 @@ func (c *compiler) renderState(name, env string) (*highData, []Error) {
 		if errors.As(err, &se) {
 			e.File, e.Line = se.File, se.Line
 		}
-		c.mods[env+":"+name] = true
+		c.mods[envSLS{env, name}] = ""
 		return nil, []Error{e}
 	}
-	c.mods[env+":"+name] = true
-	c.files[env+":"+name] = file
+	c.mods[envSLS{env, name}] = file
 	if len(entries) == 0 {
 		return nil, nil
 	}
-	st := newHigh()
-	lines := map[string]int{}
-	for _, e := range entries {
-		var v any = e.Value
-		if m, ok := e.Value.(map[string]any); ok {
-			v = fromMap(m, e.Keys)
-		}
-		st.ids.set(e.ID, v)
-		lines[e.ID] = e.Line
+	fh := c.memo.file(file, name, env, entries)
+	c.located = append(c.located, fh)
+	errs = append(errs, fh.errs...)
+	if len(fh.include) == 0 {
+		o := fh.ordered(c.iorder)
+		c.iorder += o.n
+		return &highData{ids: o.ids, extend: fh.extend, exclude: fh.exclude}, errs
 	}
-	loc := func(id, msg string) Error {
-		if l, ok := lines[id]; ok {
-			return Error{Msg: msg, File: file, Line: l}
-		}
-		return Error{Msg: msg, File: file}
-	}
-	var include []any
-	if inc, ok := st.ids.get("include"); ok {
-		if l, ok := inc.([]any); ok {
-			include = l
-			st.ids.del("include")
-		} else {
-			errs = append(errs, loc("include", fmt.Sprintf("Include Declaration in SLS %s is not formed as a list", name)))
-		}
-	}
-	c.handleExtend(st, name, env, loc, &errs)
-	c.handleExclude(st, name, loc, &errs)
-	c.handleStateDecls(st, name, env, loc, &errs)
-	for id := range lines {
-		if st.ids.has(id) {
-			c.locs[id] = loc(id, "")
-		}
-	}
-
-	for _, inc := range include {
+	st := &highData{ids: fh.ids.clone(), extend: fh.extend, exclude: fh.exclude}
+	loc := fh.loc
+	for _, inc := range fh.include {
 		envKey := env
 		var incSLS string
 		switch x := inc.(type) {
@@ -451,7 +470,7 @@ func (c *compiler) renderState(name, env string) (*highData, []Error) {
 				if len(resolved) == 1 {
 					rEnv = resolved[0]
 				}
-				if c.mods[rEnv+":"+t] {
+				if _, done := c.mods[envSLS{rEnv, t}]; done {
 					continue
 				}
 				nst, nerrs := c.renderState(t, rEnv)
@@ -478,19 +497,45 @@ func (c *compiler) renderState(name, env string) (*highData, []Error) {
 		}
 		errs = append(errs, loc("include", msg))
 	}
-	c.handleIorder(st)
+	c.handleIorder(st, fh)
 	return st, errs
 }
 
 // handleIorder is _handle_iorder with state_auto_order on (Salt's
 // default): each state declaration without an order gets the next number
 // from 10000, in the order the IDs were rendered (included SLS first).
-func (c *compiler) handleIorder(st *highData) {
-	for _, id := range st.ids.keys {
-		body, ok := st.ids.m[id].(*omap)
+// The file's own IDs come first in st and those it included are ordered
+// already: when the own IDs' bodies are still fh's, fh's ordered bodies
+// (kept by first number) take their place.
+func (c *compiler) handleIorder(st *highData, fh *fileHigh) {
+	for _, id := range fh.ids.keys {
+		if b, ok := fh.ids.m[id].(*omap); ok {
+			if sb, ok := st.ids.m[id].(*omap); !ok || sb != b {
+				c.iorder += autoOrder(st.ids, c.iorder) // an include replaced it
+				return
+			}
+		}
+	}
+	o := fh.ordered(c.iorder)
+	for _, id := range fh.ids.keys {
+		if b, ok := o.ids.m[id].(*omap); ok {
+			st.ids.m[id] = b
+		}
+	}
+	c.iorder += o.n
+}
+
+// autoOrder gives each state declaration of ids without an order the next
+// number from next on, copying the bodies it changes; it returns how many
+// numbers it gave.
+func autoOrder(ids *omap, next int) int {
+	n := 0
+	for _, id := range ids.keys {
+		body, ok := ids.m[id].(*omap)
 		if !ok {
 			continue
 		}
+		copied := false
 		for _, dec := range body.keys {
 			args, ok := body.m[dec].([]any)
 			if !ok || strings.HasPrefix(dec, "_") {
@@ -503,16 +548,22 @@ func (c *compiler) handleIorder(st *highData) {
 				}
 			}
 			if !found {
-				body.m[dec] = appendCopy(args, map[string]any{"order": c.iorder})
-				c.iorder++
+				if !copied {
+					body = body.clone()
+					ids.m[id] = body
+					copied = true
+				}
+				body.m[dec] = appendCopy(args, map[string]any{"order": next + n})
+				n++
 			}
 		}
 	}
+	return n
 }
 
 // handleStateDecls is _handle_state_decls: the short form "id: mod.fun",
 // "mod.fun:" keys split into "mod: [..., fun]", __sls__ and __env__.
-func (c *compiler) handleStateDecls(st *highData, name, env string, loc func(id, msg string) Error, errs *[]Error) {
+func handleStateDecls(st *highData, name, env string, loc func(id, msg string) Error, errs *[]Error) {
 	for _, id := range st.ids.keys {
 		body, ok := st.ids.m[id].(*omap)
 		if !ok {
@@ -560,7 +611,7 @@ func (c *compiler) handleStateDecls(st *highData, name, env string, loc func(id,
 }
 
 // handleExtend is _handle_extend.
-func (c *compiler) handleExtend(st *highData, name, env string, loc func(id, msg string) Error, errs *[]Error) {
+func handleExtend(st *highData, name, env string, loc func(id, msg string) Error, errs *[]Error) {
 	raw, ok := st.ids.del("extend")
 	if !ok {
 		return
@@ -605,7 +656,7 @@ func (c *compiler) handleExtend(st *highData, name, env string, loc func(id, msg
 }
 
 // handleExclude is _handle_exclude.
-func (c *compiler) handleExclude(st *highData, name string, loc func(id, msg string) Error, errs *[]Error) {
+func handleExclude(st *highData, name string, loc func(id, msg string) Error, errs *[]Error) {
 	raw, ok := st.ids.del("exclude")
 	if !ok {
 		return

@@ -77,6 +77,9 @@ func (c *compiler) requisiteIn(high *highData) []Error {
 		if !ok {
 			continue
 		}
+		if f := body.facts.get(id); f != nil && !f.reqIn {
+			continue
+		}
 		sls := body.m["__sls__"]
 		env := body.m["__env__"]
 		for _, state := range body.keys {

@@ -81,55 +81,73 @@ func Matches(low []Chunk, req any) []int {
 }
 
 // index finds the chunks a reference names: by map for a plain name, by
-// scanning for a glob.
+// scanning for a glob. The chunks of a name are a list through nodes, in
+// low's order.
 type index struct {
-	low   []Chunk
-	byKey map[string][]int // "id\x00x" (ID or name) and "sls\x00x" -> chunks
+	low []Chunk
+	// byName and bySLS give a name's (ID or name argument's) and an
+	// SLS's first node + 1.
+	byName, bySLS map[string]int32
+	nodes         []indexNode
+	// state, name, id and sls are the chunks' values as text.
+	state, name, id, sls []string
 }
 
+type indexNode struct{ chunk, next int32 } // next: node + 1, 0 at the end
+
 func newIndex(low []Chunk) *index {
-	x := &index{low: low, byKey: map[string][]int{}}
-	for i, c := range low {
-		id, name := pyStr(c["__id__"]), pyStr(c["name"])
-		x.byKey["id\x00"+id] = append(x.byKey["id\x00"+id], i)
-		if name != id {
-			x.byKey["id\x00"+name] = append(x.byKey["id\x00"+name], i)
+	n := len(low)
+	text := make([]string, 4*n)
+	x := &index{low: low, byName: make(map[string]int32, 2*n), bySLS: make(map[string]int32, n), nodes: make([]indexNode, 0, 3*n),
+		state: text[:n:n], name: text[n : 2*n : 2*n], id: text[2*n : 3*n : 3*n], sls: text[3*n:]}
+	add := func(m map[string]int32, k string, i int) {
+		x.nodes = append(x.nodes, indexNode{int32(i), m[k]})
+		m[k] = int32(len(x.nodes))
+	}
+	// Backwards, each node going first: the lists end up in low's order.
+	for i := n - 1; i >= 0; i-- {
+		c := low[i]
+		x.state[i], x.name[i], x.id[i], x.sls[i] = pyStr(c["state"]), pyStr(c["name"]), pyStr(c["__id__"]), pyStr(c["__sls__"])
+		add(x.byName, x.id[i], i)
+		if x.name[i] != x.id[i] {
+			add(x.byName, x.name[i], i)
 		}
-		s := "sls\x00" + pyStr(c["__sls__"])
-		x.byKey[s] = append(x.byKey[s], i)
+		add(x.bySLS, x.sls[i], i)
 	}
 	return x
 }
 
-func (x *index) matches(req any) []int {
+func (x *index) matches(req any) []int { return x.appendMatches(nil, req) }
+
+// appendMatches appends the chunks req names to out.
+func (x *index) appendMatches(out []int, req any) []int {
 	key, val, ok := ref(req)
 	if !ok || !hashable(val) {
-		return nil
+		return out
 	}
 	pat := pyStr(val)
 	if !strings.ContainsAny(pat, "*?[") {
-		k := "id\x00" + pat
+		m := x.byName
 		if key == "sls" {
-			k = "sls\x00" + pat
+			m = x.bySLS
 		}
-		var out []int
-		for _, i := range x.byKey[k] {
-			if key == "sls" || key == "id" || pyStr(x.low[i]["state"]) == key {
+		for n := m[pat]; n != 0; n = x.nodes[n-1].next {
+			i := int(x.nodes[n-1].chunk)
+			if key == "sls" || key == "id" || x.state[i] == key {
 				out = append(out, i)
 			}
 		}
 		return out
 	}
-	var out []int
-	for i, c := range x.low {
+	for i := range x.low {
 		if key == "sls" {
-			if fnmatch(pyStr(c["__sls__"]), pat) {
+			if fnmatch(x.sls[i], pat) {
 				out = append(out, i)
 			}
 			continue
 		}
-		if fnmatch(pyStr(c["name"]), pat) || fnmatch(pyStr(c["__id__"]), pat) {
-			if key == "id" || pyStr(c["state"]) == key {
+		if fnmatch(x.name[i], pat) || fnmatch(x.id[i], pat) {
+			if key == "id" || x.state[i] == key {
 				out = append(out, i)
 			}
 		}
@@ -163,22 +181,91 @@ type Problem struct {
 // reported as watch (Salt lists it under require when the module has no
 // mod_watch; the engine knows which have one).
 func Problems(low []Chunk) []Problem {
-	var out []Problem
-	x := newIndex(low)
-	return problems(low, x, out)
+	reqs := lowReqs(low)
+	if len(reqs) == 0 {
+		return nil // nothing to find, and no cycle
+	}
+	return problems(low, newIndex(low), reqs)
 }
 
-func problems(low []Chunk, x *index, out []Problem) []Problem {
+// chunkReqs are one chunk's requisites, by kind (Requisites' order), as
+// Reqs gives them.
+type chunkReqs struct {
+	chunk int
+	by    [numRequisites][]any
+}
+
+// numRequisites is len(Requisites).
+const numRequisites = 11
+
+// lowReqs are the requisites of the chunks of low that have some, in
+// low's order.
+func lowReqs(low []Chunk) []chunkReqs {
+	var out []chunkReqs
 	for i, c := range low {
+		var cr *chunkReqs
+		for k, v := range c {
+			if v == nil {
+				continue
+			}
+			kind := requisiteKind(k)
+			if kind < 0 {
+				continue
+			}
+			if cr == nil {
+				out = append(out, chunkReqs{chunk: i})
+				cr = &out[len(out)-1]
+			}
+			cr.by[kind] = Reqs(c, k)
+		}
+	}
+	return out
+}
+
+// requisiteKind is k's index in Requisites, or -1 (TestRequisiteKind
+// keeps the two alike).
+func requisiteKind(k string) int {
+	switch k {
+	case "require":
+		return 0
+	case "require_any":
+		return 1
+	case "watch":
+		return 2
+	case "watch_any":
+		return 3
+	case "prereq":
+		return 4
+	case "onfail":
+		return 5
+	case "onfail_any":
+		return 6
+	case "onfail_all":
+		return 7
+	case "onchanges":
+		return 8
+	case "onchanges_any":
+		return 9
+	case "prerequired":
+		return 10
+	}
+	return -1
+}
+
+func problems(low []Chunk, x *index, reqs []chunkReqs) []Problem {
+	var out []Problem
+	var buf []int
+	for _, cr := range reqs {
+		i := cr.chunk
 		var b strings.Builder
-		for _, kind := range Requisites {
+		for k, kind := range Requisites {
 			var lost []string
-			for _, r := range Reqs(c, kind) {
+			for _, r := range cr.by[k] {
 				key, val, ok := ref(r)
 				if !ok {
 					continue
 				}
-				if len(x.matches(r)) == 0 {
+				if buf = x.appendMatches(buf[:0], r); len(buf) == 0 {
 					lost = append(lost, fmt.Sprintf("%s%s: %s\n", strings.Repeat(" ", 23), key, pyStr(val)))
 				}
 			}
@@ -194,7 +281,7 @@ func problems(low []Chunk, x *index, out []Problem) []Problem {
 			out = append(out, Problem{Chunk: i, Missing: m, Comment: m})
 		}
 	}
-	g := newGraphIndex(low, x)
+	g := newGraphIndex(low, x, reqs)
 	if g.full {
 		out = append(out, Problem{Chunk: 0, Comment: fmt.Sprintf("Too many requisites: more than %d between %d states", maxEdges, len(low))})
 	}
@@ -264,19 +351,28 @@ func (g *graph) add(i int, e edge) {
 	g.deps[i] = append(g.deps[i], e)
 }
 
-func newGraph(low []Chunk) *graph { return newGraphIndex(low, newIndex(low)) }
+func newGraph(low []Chunk) *graph {
+	reqs := lowReqs(low)
+	if len(reqs) == 0 {
+		return &graph{deps: make([][]edge, len(low))}
+	}
+	return newGraphIndex(low, newIndex(low), reqs)
+}
 
-func newGraphIndex(low []Chunk, x *index) *graph {
+func newGraphIndex(low []Chunk, x *index, reqs []chunkReqs) *graph {
 	g := &graph{deps: make([][]edge, len(low))}
 	direct := make([][]edge, len(low))
 	n := 0
-	for i, c := range low {
-		for _, kind := range Requisites {
+	var buf []int
+	for _, cr := range reqs {
+		i := cr.chunk
+		for k, kind := range Requisites {
 			if !ordering[kind] {
 				continue
 			}
-			for _, r := range Reqs(c, kind) {
-				for _, j := range x.matches(r) {
+			for _, r := range cr.by[k] {
+				buf = x.appendMatches(buf[:0], r)
+				for _, j := range buf {
 					if n++; n > maxEdges {
 						g.full = true
 						break
@@ -286,15 +382,17 @@ func newGraphIndex(low []Chunk, x *index) *graph {
 			}
 		}
 	}
-	for i, c := range low {
-		for _, kind := range Requisites {
+	for _, cr := range reqs {
+		i := cr.chunk
+		for k, kind := range Requisites {
 			if kind == "prereq" {
 				// Salt runs a prereq's target in test mode before the
 				// holder, and that test run first runs what the target
 				// waits on (but its prerequired), for real: the holder
 				// waits on those, at the prereq's place.
-				for _, r := range Reqs(c, kind) {
-					for _, j := range x.matches(r) {
+				for _, r := range cr.by[k] {
+					buf = x.appendMatches(buf[:0], r)
+					for _, j := range buf {
 						for _, e := range direct[j] {
 							if e.to != i && e.kind != "prerequired" {
 								g.add(i, edge{i, e.to, "prereq"})

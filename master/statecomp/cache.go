@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -118,11 +119,11 @@ func (f *family) get(c *Compiler, req Request, k kind, highstate bool, d *Device
 			ran = true
 			x := c.compile(req, k, highstate, dv, cl)
 			e.state, e.sum, e.deps, e.files = x.state, x.sum, x.deps, x.files
+			// Learned before the devices waiting on e see it: they
+			// key again on the grown deps rather than retry on the old.
+			f.learn(c, dv, e)
 		})
 		if ran || tries > 2 || subset(e.deps, deps) {
-			if ran {
-				f.learn(c, dv, e)
-			}
 			if !ran && !subset(e.deps, deps) {
 				// Still learning after retries: compile for this device
 				// alone rather than share a compile keyed on too little.
@@ -258,17 +259,8 @@ func writeCanon(h hash.Hash, v any) { h.Write(appendCanon(nil, v, 0)) }
 // Inline put into a chunk ({"data": bytes, "sha256": hex}) is written as
 // its hash, not its bytes.
 func appendCanon(buf []byte, v any, depth int) []byte {
-	num := func(t byte, u uint64) {
-		buf = append(buf, t)
-		buf = binary.BigEndian.AppendUint64(buf, u)
-	}
-	str := func(t byte, s string) {
-		num(t, uint64(len(s)))
-		buf = append(buf, s...)
-	}
 	if depth > 64 {
-		str('!', "too deep")
-		return buf
+		return canonStr(buf, '!', "too deep")
 	}
 	switch v := v.(type) {
 	case nil:
@@ -280,32 +272,32 @@ func appendCanon(buf []byte, v any, depth int) []byte {
 			buf = append(buf, 'f')
 		}
 	case string:
-		str('s', v)
+		buf = canonStr(buf, 's', v)
 	case []byte:
-		str('b', string(v))
+		buf = canonStr(buf, 'b', string(v))
 	case int:
-		num('i', uint64(v))
+		buf = canonNum(buf, 'i', uint64(v))
 	case int64:
-		num('i', uint64(v))
+		buf = canonNum(buf, 'i', uint64(v))
 	case uint64:
-		num('u', v)
+		buf = canonNum(buf, 'u', v)
 	case float64:
-		num('d', math.Float64bits(v))
+		buf = canonNum(buf, 'd', math.Float64bits(v))
 	case []any:
-		num('l', uint64(len(v)))
+		buf = canonNum(buf, 'l', uint64(len(v)))
 		for _, x := range v {
 			buf = appendCanon(buf, x, depth+1)
 		}
 	case []string:
-		num('l', uint64(len(v)))
+		buf = canonNum(buf, 'l', uint64(len(v)))
 		for _, x := range v {
-			str('s', x)
+			buf = canonStr(buf, 's', x)
 		}
 	case map[string]any:
 		if len(v) == 2 {
 			if _, ok := v["data"].([]byte); ok {
 				if sum, ok := v["sha256"].(string); ok {
-					str('h', sum)
+					buf = canonStr(buf, 'h', sum)
 					return buf
 				}
 			}
@@ -315,10 +307,10 @@ func appendCanon(buf []byte, v any, depth int) []byte {
 		for k := range v {
 			keys = append(keys, k)
 		}
-		sort.Strings(keys)
-		num('m', uint64(len(v)))
+		slices.Sort(keys)
+		buf = canonNum(buf, 'm', uint64(len(v)))
 		for _, k := range keys {
-			str('s', k)
+			buf = canonStr(buf, 's', k)
 			buf = appendCanon(buf, v[k], depth+1)
 		}
 	case state.Chunk:
@@ -326,7 +318,15 @@ func appendCanon(buf []byte, v any, depth int) []byte {
 	default:
 		// Other types (from CBOR decoding: other ints, map[any]any) by
 		// their printed form with the type, which is stable.
-		str('x', fmt.Sprintf("%T:%v", v, v))
+		buf = canonStr(buf, 'x', fmt.Sprintf("%T:%v", v, v))
 	}
 	return buf
+}
+
+func canonNum(buf []byte, t byte, u uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(buf, t), u)
+}
+
+func canonStr(buf []byte, t byte, s string) []byte {
+	return append(canonNum(buf, t, uint64(len(s))), s...)
 }

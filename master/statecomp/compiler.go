@@ -3,6 +3,7 @@ package statecomp
 import (
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"runtime"
 	"sort"
 	"strings"
@@ -64,6 +65,7 @@ type Compiler struct {
 	matchers map[string]*targets.Matcher
 	families map[[32]byte]*family
 	scans    map[[32]byte][]string // static deps by file content
+	lists    map[string][]string   // the scans' lists, one of each
 }
 
 // New returns a Compiler.
@@ -83,7 +85,7 @@ func New(o Options) *Compiler {
 		fs: fs, top: top, pillarFn: o.Pillar, opts: o.Opts, nodegroups: o.Nodegroups,
 		r:        render.New(render.Options{}),
 		matchers: map[string]*targets.Matcher{}, families: map[[32]byte]*family{},
-		scans: map[[32]byte][]string{},
+		scans: map[[32]byte][]string{}, lists: map[string][]string{},
 	}
 }
 
@@ -173,7 +175,7 @@ func (c *Compiler) Compile(req Request, devs []Device) ([]*Result, Stats) {
 	}
 	deadline := start.Add(timeout)
 	fam := c.family(req, k, highstate)
-	cl := &call{c: c}
+	cl := &call{c: c, memo: state.NewMemo()}
 	fam.validate(cl)
 
 	results := make([]*Result, len(devs))
@@ -332,7 +334,8 @@ func merge(a, b map[string]any, depth int) map[string]any {
 // files through package state, the requisite checks, and the salt://
 // sources inlined.
 func (c *Compiler) compile(req Request, k kind, highstate bool, d *device, cl *call) *entry {
-	r := &run{c: c, call: cl, d: d, deps: map[string]bool{}, files: map[string]fileRec{}, paths: map[string][2]string{}, keys: map[string][32]byte{}}
+	// Sized for a highstate of some tens of files.
+	r := &run{c: c, call: cl, d: d, deps: make(map[string]bool, 8), files: make(map[string]*looked, 32), srcs: make([]*looked, 0, 32), keys: make(map[depsID][32]byte, 4)}
 	st := map[string]any{"saltenv": req.Saltenv, "mods": toAny(req.Mods)}
 	var errs []string
 	var matches []state.EnvSLS
@@ -357,10 +360,10 @@ func (c *Compiler) compile(req Request, k kind, highstate bool, d *device, cl *c
 	if k != kindTop && len(errs) == 0 {
 		var comp state.Compiled
 		if k == kindHigh {
-			comp = state.Highstate(r, matches)
+			comp = r.call.memo.Highstate(r, matches)
 			st["high"] = comp.High
 		} else {
-			comp = state.CompileMatches(r, matches)
+			comp = r.call.memo.CompileMatches(r, matches)
 		}
 		low = comp.Low
 		errs = append(errs, state.Strings(comp.Errors)...)
@@ -370,7 +373,7 @@ func (c *Compiler) compile(req Request, k kind, highstate bool, d *device, cl *c
 			errs = append(errs, state.Check(low)...)
 		}
 		if len(errs) == 0 && k == kindApply {
-			if err := c.fs.Inline(low, req.Saltenv, r.renderSource(defaultEnv(req.Saltenv))); err != nil {
+			if err := c.fs.Inline(ownForInline(low), req.Saltenv, r.renderSource(defaultEnv(req.Saltenv))); err != nil {
 				errs = append(errs, err.Error())
 			}
 			r.recordInlined(low, defaultEnv(req.Saltenv))
@@ -393,11 +396,54 @@ func (c *Compiler) compile(req Request, k kind, highstate bool, d *device, cl *c
 	}
 	sort.Strings(deps)
 	files := make([]fileRec, 0, len(r.files))
-	for _, f := range r.files {
-		files = append(files, f)
+	for _, l := range r.files {
+		files = append(files, l.rec)
 	}
 	return &entry{state: st, sum: canonSum(st), deps: deps, files: files}
 }
+
+// ownForInline copies the chunks of low that fileserver.Inline may
+// change, and gives them (in low's order) for Inline: it fills
+// file.managed, cmd.script, archive.extracted and file.recurse chunks and
+// deletes its keys from any chunk that has them (it leaves the others as
+// they are, but deleting is writing). The others stay as package state
+// gave them, maybe shared with other compiles (state.Compiled.Low),
+// which nothing changes.
+func ownForInline(low []state.Chunk) []state.Chunk {
+	var out []state.Chunk
+	for i, c := range low {
+		if inlineMayChange(c) {
+			low[i] = maps.Clone(c)
+			out = append(out, low[i])
+		}
+	}
+	return out
+}
+
+func inlineMayChange(c state.Chunk) bool {
+	switch c.State() {
+	case "file":
+		if f := c.Fun(); f == "managed" || f == "recurse" {
+			return true
+		}
+	case "cmd":
+		if c.Fun() == "script" {
+			return true
+		}
+	case "archive":
+		if c.Fun() == "extracted" {
+			return true
+		}
+	}
+	for _, k := range inlineKeys {
+		if _, ok := c[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+var inlineKeys = []string{fileserver.KeyFiles, fileserver.KeyDirs, fileserver.KeyMissing, fileserver.KeyTooLarge, fileserver.KeyErrors}
 
 func defaultEnv(env string) string {
 	if env == "" {

@@ -2,6 +2,7 @@ package statecomp
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/halite-fleet/halite/master/fileserver"
+	"github.com/halite-fleet/halite/state"
 )
 
 func writeRoots(t testing.TB, files map[string]string) string {
@@ -299,5 +301,72 @@ func TestInlineTemplatePerDevice(t *testing.T) {
 	res, _ = eventually(t, c, req, devs, func(res []*Result) bool { return data(res[1]) == "hi, south!\n" })
 	if got := data(res[1]); got != "hi, south!\n" {
 		t.Errorf("after the source changed: %q", got)
+	}
+}
+
+// TestOwnForInline: the chunks ownForInline leaves shared (and out of
+// fileserver.Inline's reach) are those Inline leaves alone (a chunk it
+// changed in place would change every device's compile that shares it).
+func TestOwnForInline(t *testing.T) {
+	dir := writeRoots(t, map[string]string{"f.txt": "x\n", "d/g.txt": "y\n", "t.sh": "echo\n"})
+	fs := fileserver.New(map[string][]string{"base": {dir}})
+	src := "salt://f.txt"
+	chunks := []state.Chunk{
+		{"state": "file", "fun": "managed", "name": "/x", "source": src},
+		{"state": "file", "fun": "managed", "name": "/x", "contents": "hi"},
+		{"state": "file", "fun": "recurse", "name": "/x", "source": "salt://d"},
+		{"state": "cmd", "fun": "script", "name": "salt://t.sh"},
+		{"state": "archive", "fun": "extracted", "name": "/x", "source": src},
+		{"state": "file", "fun": "copy", "name": "/x", "source": src},
+		{"state": "file", "fun": "directory", "name": "salt://d"},
+		{"state": "cmd", "fun": "run", "name": "salt://t.sh", "source": src},
+		{"state": "pkg", "fun": "installed", "name": "x", "sources": []any{map[string]any{"x": src}}},
+		{"state": "test", "fun": "nop", "name": src},
+		{"state": "test", "fun": "nop", "name": "x", fileserver.KeyFiles: map[string]any{}},
+		{"state": "test", "fun": "nop", "name": "x", fileserver.KeyMissing: []string{src}},
+	}
+	for _, c := range chunks {
+		before := fmt.Sprint(c)
+		low := []state.Chunk{c}
+		in := ownForInline(low)
+		owned := fmt.Sprintf("%p", low[0]) != fmt.Sprintf("%p", c)
+		if owned != (len(in) == 1) || owned && fmt.Sprintf("%p", in[0]) != fmt.Sprintf("%p", low[0]) {
+			t.Errorf("%s: copied %v, but gave %d chunks for Inline", before, owned, len(in))
+		}
+		shared := state.Chunk(maps.Clone(c))
+		if err := fs.Inline([]state.Chunk{shared}, "base", func(string, []byte, map[string]any) ([]byte, error) { return []byte("r"), nil }); err != nil {
+			t.Logf("%s: %v", before, err)
+		}
+		if changed := fmt.Sprint(shared) != before; changed && !owned {
+			t.Errorf("%s: Inline changed it to %v, but ownForInline did not copy it", before, shared)
+		}
+		if fmt.Sprint(c) != before {
+			t.Errorf("%s: changed by ownForInline", before)
+		}
+	}
+}
+
+// TestCompilePerDeviceShared: devices compiled together, in parallel
+// (sharing the files' high data and chunks that read no per-device
+// input), get what each gets compiled alone.
+func TestCompilePerDeviceShared(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	files := highstate20(true)
+	files["app3.sls"] += "app3_file:\n  file.managed:\n    - name: /etc/app3/{{ grains['os'] }}\n    - source: salt://f.txt\n"
+	files["f.txt"] = "hello\n"
+	dir := writeRoots(t, files)
+	devs := benchDevices(60)
+	res, st := New(Options{FileRoots: map[string][]string{"base": {dir}}}).Compile(Request{Fun: "state.apply"}, devs)
+	if st.Variants != len(devs) {
+		t.Errorf("got %d variants, want %d", st.Variants, len(devs))
+	}
+	for i, d := range devs[:12] {
+		alone, _ := New(Options{FileRoots: map[string][]string{"base": {dir}}}).Compile(Request{Fun: "state.apply"}, []Device{d})
+		if diff := cmp.Diff(alone[0].State, res[i].State); diff != "" {
+			t.Fatalf("%s compiled with the others (-alone +together):\n%s", d.ID, diff)
+		}
+		if alone[0].Sum != res[i].Sum {
+			t.Errorf("%s: sums differ", d.ID)
+		}
 	}
 }

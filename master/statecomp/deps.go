@@ -20,6 +20,17 @@ func (c *Compiler) scan(sum [32]byte, src []byte) []string {
 	c.mu.Lock()
 	if len(c.scans) > 8192 {
 		clear(c.scans)
+		clear(c.lists)
+	}
+	// Files that read the same inputs share one list: a run keys the
+	// device's values by list (run.depKey).
+	if len(d) > 0 {
+		k := strings.Join(d, "\x00")
+		if l, ok := c.lists[k]; ok {
+			d = l
+		} else {
+			c.lists[k] = d
+		}
 	}
 	c.scans[sum] = d
 	c.mu.Unlock()

@@ -21,7 +21,13 @@
 //
 // Within one Compile call each file is rendered once per distinct value
 // of what it (and the templates it includes) can read: a file that reads
-// no per-device input is rendered and parsed once for all the devices.
+// no per-device input is rendered and parsed once for all the devices,
+// and what package state makes of it on its own (its IDs' state
+// declarations, auto orders and chunks) is made once too (a state.Memo per
+// call): a device whose compile differs from the others' in one file pays
+// for rendering that file and for the stages that join the files
+// (requisites, order, checks), not for the files it shares. The shared
+// chunks are read only: those fileserver.Inline fills are copied first.
 //
 // Render-time salt[] functions are evaluated on the master from what it
 // knows (funcs.go); any other is an error naming the file and line.

@@ -50,6 +50,7 @@ type looked struct {
 	rec  fileRec
 	rel  string
 	src  []byte
+	deps []string // a file's: scanDeps of src
 	list []string
 	err  error
 }
@@ -113,6 +114,7 @@ func (c *Compiler) readInto(l *looked, u, env string) {
 		return
 	}
 	l.rec.path, l.rec.sum, l.rel, l.src = f.Path, sumOfHex(f.SHA256), f.Rel, src
+	l.deps = c.scan(l.rec.sum, src)
 }
 
 // sumOfHex is a file's SHA-256 as the file server gives it (hex), as
@@ -170,10 +172,11 @@ func slsNames(files []string) []string {
 // done once, and each rendering of a file kept by what it read.
 type call struct {
 	c       *Compiler
-	lookups sync.Map // key -> *looked
-	renders sync.Map // renderKey -> *memoRender
-	shapes  sync.Map // ownKey -> []string: the deps of the templates a rendering read
-	tops    sync.Map // key -> *topMemo
+	lookups sync.Map    // key -> *looked
+	renders sync.Map    // renderKey -> *memoRender
+	shapes  sync.Map    // ownKey -> []string: the deps of the templates a rendering read
+	tops    sync.Map    // key -> *topMemo
+	memo    *state.Memo // the SLS files' own high data, by rendering
 }
 
 func (k *call) get(key string) *looked {
@@ -194,34 +197,38 @@ type run struct {
 	d    *device
 	deps map[string]bool
 	// files are the lookups made, by key (the first answer counts).
-	files map[string]fileRec
+	files map[string]*looked
 	// tpls are the templates read by includes and imports during the
 	// rendering in progress.
 	tpls []string
-	// paths maps a file's path on disk to its env and path under its
-	// root, for relative includes.
-	paths map[string][2]string
-	keys  map[string][32]byte // depKey by deps
+	// srcs are the files read, in order, for relative includes (the last
+	// read of a path says where it is under its root).
+	srcs []*looked
+	keys map[depsID][32]byte // depKey by deps
 }
 
 func (r *run) read(key string) *looked {
 	l := r.call.get(key)
 	if _, ok := r.files[key]; !ok {
-		r.files[key] = l.rec
+		r.files[key] = l
 		if l.src != nil {
-			for _, d := range r.c.scan(l.rec.sum, l.src) {
+			for _, d := range l.deps {
 				r.deps[d] = true
 			}
-			r.paths[l.rec.path] = [2]string{envOf(key), l.rel}
+			r.srcs = append(r.srcs, l)
 		}
 	}
 	return l
 }
 
-func envOf(key string) string {
-	_, rest, _ := strings.Cut(key, "\x00")
-	env, _, _ := strings.Cut(rest, "\x00")
-	return env
+// relOf is the path under its root of the file read at path.
+func (r *run) relOf(path string) (string, bool) {
+	for i := len(r.srcs) - 1; i >= 0; i-- {
+		if r.srcs[i].rec.path == path {
+			return r.srcs[i].rel, true
+		}
+	}
+	return "", false
 }
 
 // Load is package state's Loader.
@@ -272,9 +279,9 @@ func (r *run) vars(env, sls, rel, abs string) map[string]any {
 // per-device input is rendered once per call, whatever the devices'
 // grains. key names the rendering (equal keys, equal entries).
 func (r *run) render(env, sls string, l *looked) ([]sls.Entry, [32]byte, error) {
-	own := r.c.scan(l.rec.sum, l.src)
-	dk := r.depKey(own)
-	buf := make([]byte, 0, 128+len(env)+len(sls)+len(l.rec.path))
+	dk := r.depKey(l.deps)
+	var arr [256]byte
+	buf := arr[:0]
 	buf = append(buf, l.rec.sum[:]...)
 	buf = append(buf, dk[:]...)
 	buf = append(buf, env...)
@@ -305,7 +312,7 @@ func (r *run) render(env, sls string, l *looked) ([]sls.Entry, [32]byte, error) 
 	set := map[string]bool{}
 	for _, t := range m.tpls {
 		if tl := r.call.get(t); tl.src != nil {
-			for _, d := range r.c.scan(tl.rec.sum, tl.src) {
+			for _, d := range tl.deps {
 				set[d] = true
 			}
 		}
@@ -320,13 +327,21 @@ func (r *run) render(env, sls string, l *looked) ([]sls.Entry, [32]byte, error) 
 	return entries, key, err
 }
 
+// depsID names a list of deps by its array: the lists a run asks about
+// are the scans of its files (kept by content) and their templates'
+// (kept by rendering), which nothing changes.
+type depsID struct {
+	first *string
+	n     int
+}
+
 // depKey is the device's key under deps, kept for the run: the files of a
-// highstate often read the same inputs.
+// highstate often read the same inputs (the same list, for the same file).
 func (r *run) depKey(deps []string) [32]byte {
 	if len(deps) == 0 {
 		return [32]byte{}
 	}
-	k := strings.Join(deps, "\x00")
+	k := depsID{&deps[0], len(deps)}
 	if v, ok := r.keys[k]; ok {
 		return v
 	}
@@ -373,8 +388,8 @@ func (l tplLoader) Resolve(from, name string) (string, error) {
 		fromRel := ""
 		if strings.HasPrefix(from, fileserver.Scheme) {
 			fromRel, _ = fileserver.ParseURL(from)
-		} else if p, ok := l.r.paths[from]; ok {
-			fromRel = p[1]
+		} else if rel, ok := l.r.relOf(from); ok {
+			fromRel = rel
 		} else {
 			return "", fmt.Errorf("template %s: relative to %s, which is not on the file server", name, from)
 		}
