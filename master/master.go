@@ -61,15 +61,15 @@ type Master struct {
 
 	// Sessions: the agents' and relays' connections (agents.go,
 	// relays.go, runSessions), with the grains and mine they bring.
-	minions   *registry
-	relays    relays        // connected relays' links (relays.go)
-	hellos    chan struct{} // helloSlots (agents.go)
-	held      heldState     // returns not stored yet (held.go)
-	mine      *mineStore    // the agents' mine data (mine.go); see mineStore()
+	minions *registry
+	relays  relays        // connected relays' links (relays.go)
+	hellos  chan struct{} // helloSlots (agents.go)
+	held    heldState     // returns not stored yet (held.go)
+	mine    *mineStore    // the agents' mine data (mine.go); see mineStore()
 
 	// The publisher's state compile (states.go): files serves
 	// file_roots' salt:// files, one server for the whole master.
-	files *fileserver.Server
+	files     *fileserver.Server
 	mineOnce  sync.Once
 	functions seenFunctions // function names seen, for completion (functions.go)
 
