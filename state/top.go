@@ -230,7 +230,7 @@ func (t *Top) Verify() []string {
 				switch x := it.(type) {
 				case map[string]any:
 					for _, k := range sortedKeys(x) {
-						if truthy(x[k]) {
+						if Truthy(x[k]) {
 							continue
 						}
 						errs = append(errs, fmt.Sprintf("Improperly formatted top file matcher in saltenv %s: %s file", pyStr(x), pyStr(x[k])))
@@ -246,8 +246,9 @@ func (t *Top) Verify() []string {
 	return errs
 }
 
-// truthy is Python's bool(v).
-func truthy(v any) bool {
+// Truthy is Python's bool(v) for decoded SLS and job data; the agent's
+// state engine uses it too.
+func Truthy(v any) bool {
 	switch x := v.(type) {
 	case nil:
 		return false
@@ -256,6 +257,10 @@ func truthy(v any) bool {
 	case string:
 		return x != ""
 	case int:
+		return x != 0
+	case int64:
+		return x != 0
+	case uint64:
 		return x != 0
 	case float64:
 		return x != 0

@@ -236,30 +236,6 @@ func reqMatches(key, val string, c state.Chunk) bool {
 	return key == "id" || c.State() == key
 }
 
-func pyTruth(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return x
-	case string:
-		return x != ""
-	case int:
-		return x != 0
-	case int64:
-		return x != 0
-	case uint64:
-		return x != 0
-	case float64:
-		return x != 0
-	case []any:
-		return len(x) > 0
-	case map[string]any:
-		return len(x) > 0
-	}
-	return true
-}
-
 // nowStart is Salt's start_time: local time of day with microseconds.
 func nowStart(t time.Time) string { return t.Format("15:04:05.000000") }
 
@@ -313,7 +289,7 @@ func (r *run) checkFailhard(low state.Chunk, running map[string]ret) bool {
 		fh = r.o.Failhard
 	}
 	x, ok := running[state.Tag(low)]
-	if !pyTruth(fh) || !ok {
+	if !state.Truthy(fh) || !ok {
 		return false
 	}
 	r.reconcile(running, []string{state.Tag(low)}, true)
@@ -444,14 +420,14 @@ func (r *run) checkRequisite(low state.Chunk, running map[string]ret, pre bool) 
 				continue
 			}
 			if strings.HasPrefix(kind, "onchanges") {
-				if !pyTruth(x["changes"]) {
+				if !state.Truthy(x["changes"]) {
 					rs["onchanges"] = true
 				} else {
 					rs["onchangesmet"] = true
 				}
 				continue
 			}
-			if strings.HasPrefix(kind, "watch") && pyTruth(x["changes"]) {
+			if strings.HasPrefix(kind, "watch") && state.Truthy(x["changes"]) {
 				rs["change"] = true
 				continue
 			}
@@ -511,10 +487,10 @@ func (r *run) checkRequisite(low state.Chunk, running map[string]ret, pre bool) 
 // callChunk is Salt's State.call_chunk.
 func (r *run) callChunk(ctx context.Context, low state.Chunk, running map[string]ret, depth int) {
 	tag := state.Tag(low)
-	if !pyTruth(low["prerequired"]) {
+	if !state.Truthy(low["prerequired"]) {
 		r.active[tag] = true
 	}
-	isPrereq := pyTruth(low["__prereq__"])
+	isPrereq := state.Truthy(low["__prereq__"])
 	st, reqs, errMsg := r.checkRequisite(low, running, !isPrereq)
 	switch {
 	case st == "error":
@@ -533,7 +509,7 @@ func (r *run) callChunk(ctx context.Context, low state.Chunk, running map[string
 		if p, ok := r.pre[tag]; ok {
 			// The prereq test run of this state, whose requisite failed:
 			// its changes were only proposed.
-			if pyTruth(p["changes"]) {
+			if state.Truthy(p["changes"]) {
 				p["changes"] = map[string]any{}
 			}
 			running[tag] = r.stamp(p, low)
@@ -563,7 +539,7 @@ func (r *run) callChunk(ctx context.Context, low state.Chunk, running map[string
 		}
 	case st == "change" && !isPrereq:
 		x := r.call(ctx, low, running)
-		if !pyTruth(x["changes"]) && !pyTruth(x["skip_watch"]) {
+		if !state.Truthy(x["changes"]) && !state.Truthy(x["skip_watch"]) {
 			mw := make(state.Chunk, len(low)+2)
 			for k, v := range low {
 				mw[k] = v
@@ -610,7 +586,7 @@ func (r *run) callChunk(ctx context.Context, low state.Chunk, running map[string
 func (r *run) runUnmet(ctx context.Context, low state.Chunk, running map[string]ret, depth int) bool {
 	tag := state.Tag(low)
 	kinds := append(append([]string(nil), requisiteKinds...), "prerequired")
-	if pyTruth(low["__prereq__"]) {
+	if state.Truthy(low["__prereq__"]) {
 		kinds = kinds[:len(kinds)-1]
 	}
 	var lost []string
@@ -657,7 +633,7 @@ func (r *run) runUnmet(ctx context.Context, low state.Chunk, running map[string]
 			}
 		}
 		x := r.stamp(fake(ret{"changes": map[string]any{}, "result": false, "comment": b.String()}), low)
-		if pyTruth(low["__prereq__"]) {
+		if state.Truthy(low["__prereq__"]) {
 			r.pre[tag] = x
 		} else {
 			running[tag] = x
@@ -676,7 +652,7 @@ func (r *run) runUnmet(ctx context.Context, low state.Chunk, running map[string]
 			return false
 		}
 		if r.active[ct] {
-			if pyTruth(c["__prerequired__"]) {
+			if state.Truthy(c["__prerequired__"]) {
 				// A prereq that runs back into its own state: the state
 				// runs its test=True pass (Salt stores it under ct).
 				if _, ok := r.pre[tag]; !ok {
@@ -695,10 +671,10 @@ func (r *run) runUnmet(ctx context.Context, low state.Chunk, running map[string]
 			return false
 		}
 	}
-	if pyTruth(low["__prereq__"]) {
+	if state.Truthy(low["__prereq__"]) {
 		st, _, _ := r.checkRequisite(low, running, false)
 		x := r.call(ctx, low, running)
-		if !pyTruth(x["changes"]) && st == "change" {
+		if !state.Truthy(x["changes"]) && st == "change" {
 			x["changes"] = map[string]any{"watch": "watch"}
 			x["result"] = nil
 		}
@@ -730,7 +706,7 @@ func (r *run) event(x ret, low state.Chunk) {
 		return
 	}
 	fe := low["fire_event"]
-	if !r.o.StateEvents && !pyTruth(fe) {
+	if !r.o.StateEvents && !state.Truthy(fe) {
 		return
 	}
 	data := map[string]any{"ret": copyRet(x)}
@@ -770,7 +746,7 @@ func verify(low state.Chunk, fun string) []string {
 			errs = append(errs, fmt.Sprintf("Missing %q data", k))
 		}
 	}
-	if n, ok := low["name"]; ok && pyTruth(n) {
+	if n, ok := low["name"]; ok && state.Truthy(n) {
 		if _, isStr := n.(string); !isStr {
 			in := ""
 			if _, ok := low["__sls__"]; ok {
@@ -850,7 +826,7 @@ func (r *run) callFun(ctx context.Context, low state.Chunk, watched map[string]m
 		m, _ := Lookup(low.State() + "." + fun)
 		f, ownCheck = m.Run, m.RunCheck
 	}
-	prereq := pyTruth(low["__prereq__"])
+	prereq := state.Truthy(low["__prereq__"])
 	c := &Call{Chunk: low, Name: low.Name(), Test: r.o.Test || prereq, Host: r.h, Watched: watched}
 
 	x := ret{"result": false, "name": low["name"], "changes": map[string]any{}}
@@ -858,7 +834,7 @@ func (r *run) callFun(ctx context.Context, low state.Chunk, watched map[string]m
 		r.runCheck(ctx, low, x)
 	}
 	if x["result"] == false {
-		if !prereq && pyTruth(low["parallel"]) {
+		if !prereq && state.Truthy(low["parallel"]) {
 			x = r.startParallel(ctx, f, c)
 		} else {
 			x = invoke(ctx, f, c)
@@ -993,7 +969,7 @@ func (r *run) callListen(ctx context.Context, running map[string]ret) map[string
 				}
 				for _, tt := range toTags {
 					x, ok := running[tt]
-					if !ok || !pyTruth(x["changes"]) {
+					if !ok || !state.Truthy(x["changes"]) {
 						continue
 					}
 					var news []state.Chunk

@@ -171,7 +171,7 @@ func (r *run) onlyif(ctx context.Context, entries []any, opts map[string]any) (r
 				if !check(rc) {
 					return
 				}
-			} else if !pyTruth(res) {
+			} else if !state.Truthy(res) {
 				return true, "onlyif condition is false", true
 			} else {
 				result, comment = false, "onlyif condition is true"
@@ -212,7 +212,7 @@ func (r *run) unless(ctx context.Context, entries []any, opts map[string]any) (r
 				if check(rc) {
 					return
 				}
-			} else if pyTruth(res) {
+			} else if state.Truthy(res) {
 				result, comment, skip = true, "unless condition is true", true
 			} else {
 				return false, "unless condition is false", skip

@@ -95,7 +95,7 @@ func briefs(t *testing.T, ret map[string]any) map[string]brief {
 	for tag, v := range ret {
 		m := v.(map[string]any)
 		n, _ := m["__run_num__"].(int)
-		out[tag] = brief{RunNum: n, Result: m["result"], Changes: pyTruth(m["changes"]), Comment: fmt.Sprint(m["comment"])}
+		out[tag] = brief{RunNum: n, Result: m["result"], Changes: state.Truthy(m["changes"]), Comment: fmt.Sprint(m["comment"])}
 	}
 	return out
 }
@@ -368,7 +368,7 @@ quiet:
 		t.Errorf("watcher: got changes %s comment %v, want mod_watch's", got, w["comment"])
 	}
 	q := ret["test_|-quiet_|-quiet_|-succeed_without_changes"].(map[string]any)
-	if pyTruth(q["changes"]) || q["comment"] != "Success!" {
+	if state.Truthy(q["changes"]) || q["comment"] != "Success!" {
 		t.Errorf("quiet: got %v, want the function's own return", q)
 	}
 }

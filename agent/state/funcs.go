@@ -177,7 +177,7 @@ func checkQueue(ctx context.Context, h Host, req exec.Request, kw map[string]any
 			}
 		}
 	}
-	if pyTruth(kw["concurrent"]) {
+	if state.Truthy(kw["concurrent"]) {
 		return nil, nil
 	}
 	if conflict := running(h, req); len(conflict) > 0 {
@@ -190,7 +190,7 @@ func checkQueue(ctx context.Context, h Host, req exec.Request, kw map[string]any
 // kwarg, or the agent's test option.
 func testValue(h Host, st map[string]any, kw map[string]any) bool {
 	if v, ok := st["test"]; ok && v != nil {
-		return pyTruth(v)
+		return state.Truthy(v)
 	}
 	if v, ok := kw["test"]; ok && v != nil {
 		return isTrue(v)
@@ -204,7 +204,7 @@ func isTrue(v any) bool {
 	case string:
 		return strings.EqualFold(x, "true") || x == "1"
 	}
-	return pyTruth(v)
+	return state.Truthy(v)
 }
 
 // stateData returns the job's compiled states, or compiles the local
@@ -218,7 +218,7 @@ func stateData(h Host, req exec.Request, args []any, kw map[string]any, mode str
 		return st, nil
 	}
 	o := optsOf(h)
-	if o["file_client"] == "local" || o["master_type"] == "disable" || pyTruth(o["local"]) {
+	if o["file_client"] == "local" || o["master_type"] == "disable" || state.Truthy(o["local"]) {
 		return compileLocal(h, o, args, kw, mode)
 	}
 	return nil, exec.Commandf("%s needs the states the master compiles: run it from the master (halite TARGET %s), or masterless with halite-call --local", req.Fun, req.Fun)
@@ -259,7 +259,7 @@ func engineOptions(h Host, req exec.Request, st, kw map[string]any) Options {
 		disabled = append(disabled, fmt.Sprint(d))
 	}
 	return Options{Test: testValue(h, st, kw), Failhard: isTrue(o["failhard"]), StateEvents: isTrue(events),
-		Local: pyTruth(o["local"]), JID: req.JID, DisabledRequisites: disabled}
+		Local: state.Truthy(o["local"]), JID: req.JID, DisabledRequisites: disabled}
 }
 
 // applyStates is state.apply, state.sls, state.highstate and state.test.
@@ -504,7 +504,7 @@ func stateRunning(_ context.Context, host any, req exec.Request) (any, error) {
 		return nil, err
 	}
 	_, kw := splitReq(req)
-	if pyTruth(kw["concurrent"]) {
+	if state.Truthy(kw["concurrent"]) {
 		return []any{}, nil
 	}
 	return running(h, req), nil

@@ -15,7 +15,7 @@ import (
 func eventSend(_ context.Context, c *Call) state.Ret {
 	r := state.Ret{Name: c.Name, Result: state.False}
 	data, _ := c.Chunk["data"].(map[string]any)
-	if v, ok := c.Chunk["show_changed"]; !ok || pyTruth(v) {
+	if v, ok := c.Chunk["show_changed"]; !ok || state.Truthy(v) {
 		var d any = data
 		if data == nil {
 			d = c.Chunk["data"]
@@ -30,10 +30,10 @@ func eventSend(_ context.Context, c *Call) state.Ret {
 	for k, v := range data {
 		out[k] = v
 	}
-	if pyTruth(c.Chunk["with_grains"]) && c.Host != nil {
+	if state.Truthy(c.Chunk["with_grains"]) && c.Host != nil {
 		out["grains"] = c.Host.Grains()
 	}
-	if pyTruth(c.Chunk["with_env"]) {
+	if state.Truthy(c.Chunk["with_env"]) {
 		env := map[string]any{}
 		for _, kv := range os.Environ() {
 			if k, v, ok := strings.Cut(kv, "="); ok {
