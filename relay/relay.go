@@ -49,9 +49,12 @@ type Relay struct {
 	handshaking int
 	hellos      chan struct{} // helloSlots (device.go)
 
-	link  atomic.Pointer[link]
-	store *store
-	admit *bucket // device sessions opened upstream, per second
+	link atomic.Pointer[link]
+	// linkUps counts the upstream links that came up (linkLoop resets its
+	// backoff after one).
+	linkUps atomic.Int64
+	store   *store
+	admit   *bucket // device sessions opened upstream, per second
 	// handshakes bounds the devices' QUIC handshakes a second: past it a
 	// device is refused at once (CONNECTION_REFUSED, before any crypto)
 	// and retries after a short random pause, so a reconnect storm costs
