@@ -243,6 +243,9 @@ func (r *sqlResult) processResults(rows [][]any) error {
 		l.keys = append(l.keys, k)
 	}
 	nf := len(r.fields)
+	if nf < 2 && !(r.q.asJSON && nf == 1) {
+		return fmt.Errorf("%d column(s): a query needs a key and a value column (or one JSON column with as_json)", nf)
+	}
 	for _, ret := range rows {
 		if len(ret) != nf {
 			return fmt.Errorf("row of %d fields, want %d", len(ret), nf)
