@@ -54,3 +54,10 @@ func mustFor(t *testing.T, c *Compiler, id string) map[string]any {
 	}
 	return p
 }
+
+func mkdirWrite(full, s string) error {
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(full, []byte(s), 0o644)
+}
