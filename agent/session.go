@@ -431,6 +431,9 @@ func (a *Agent) forMe(b *protocol.JobBody) bool {
 		a.log.Debug("target not checkable here", zap.String("tgt", b.Tgt), zap.Error(err))
 		return true
 	}
+	if m.NeedsPillar() {
+		return true // I@ and J@ in a compound: the master matched them
+	}
 	return m.Match(&targets.Minion{ID: a.cfg.ID, Grains: a.grains.Get()})
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/halite-fleet/halite/master/fileserver"
 	"github.com/halite-fleet/halite/master/jobcache"
 	"github.com/halite-fleet/halite/master/keys"
+	"github.com/halite-fleet/halite/master/pillar"
 	"github.com/halite-fleet/halite/master/retroute"
 	"github.com/halite-fleet/halite/protocol"
 	"github.com/halite-fleet/halite/schedule"
@@ -66,6 +67,9 @@ type Master struct {
 	hellos  chan struct{} // helloSlots (agents.go)
 	held    heldState     // returns not stored yet (held.go)
 	mine    *mineStore    // the agents' mine data (mine.go); see mineStore()
+	// pillar compiles and keeps each device's pillar (pillar.go, package
+	// master/pillar): pillar targets, the state compiler, the runners.
+	pillar *pillar.Compiler
 
 	// The publisher's state compile (states.go): files serves
 	// file_roots' salt:// files, one server for the whole master.
@@ -174,6 +178,7 @@ func (m *Master) newParts() error {
 	if m.minions, err = newRegistry(filepath.Join(cfg.CacheDir, "minions"), log.Named("minions")); err != nil {
 		return err
 	}
+	m.pillar = newPillar(cfg, m.minions, log.Named("pillar"))
 
 	// Returners.
 	if m.returners, err = retroute.New(retroute.Options{
