@@ -63,6 +63,7 @@ type Agent struct {
 	jids      event.JIDGen                      // the jids of scheduled jobs
 	mine      mineState                         // mine.go
 	stcall    stateCallState                    // statecall.go
+	blob      blobState                         // blobs.go
 }
 
 // New loads (or makes) the agent's identity, opens its outbox spool

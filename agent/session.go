@@ -217,6 +217,7 @@ func (a *Agent) serve(ctx context.Context, c *masterConn, watch func(context.Con
 	// brought it, and its return waits in the outbox for the next one.
 	readErr := a.readLoop(ctx, sessCtx, l, f, &sent, &heard)
 	stop()
+	a.blobsLost(l)
 	conn.CloseWithError(0, "")
 	werr := <-writeErr
 	aerr := <-aliveErr
@@ -368,6 +369,8 @@ func (a *Agent) readLoop(ctx, sessCtx context.Context, l *link, f *protocol.Fram
 			a.mineReply(msg)
 		case *protocol.StateJob:
 			a.stateReply(msg)
+		case *protocol.BlobData:
+			a.blobReply(msg)
 		case *protocol.Ack:
 			a.ackSpool(l.out, min(msg.Seq, sent.Load()))
 		case *protocol.Error:

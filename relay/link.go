@@ -468,6 +468,8 @@ func (r *Relay) readUp(ctx context.Context, l *link, d *device, up *sender, s *q
 		case *protocol.Ack:
 			r.store.ack(d, msg.Seq)
 			d.noteAck(msg.Seq, time.Now())
+		case *protocol.BlobData:
+			r.blobAnswer(msg) // the relay's own fetch (chunks.go)
 		case *protocol.MineData, *protocol.StateJob:
 			// Answers to the device's own requests; a StateJob's job is
 			// signed by the master, and the device checks it.
