@@ -118,8 +118,8 @@ func TestOrchestrate(t *testing.T) {
 	r = c.cli("halite-run", "state.orchestrate", "orch.deploy", pillar, "--out", "json")
 	var res struct {
 		Data      map[string]map[string]map[string]any `json:"data"`
-		Outputter string                                `json:"outputter"`
-		Retcode   int                                   `json:"retcode"`
+		Outputter string                               `json:"outputter"`
+		Retcode   int                                  `json:"retcode"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatalf("--out json: %v\n%s", err, r.stdout)

@@ -169,7 +169,9 @@ func (h orchHost) Wheel(ctx context.Context, fun string, arg []any, kwarg map[st
 	return h.m.callAs(ctx, "wheel", fun, arg, kwarg, user, fn)
 }
 
-func (h orchHost) Subscribe(pattern string) *event.Subscription { return h.m.bus.Subscribe(pattern, 4096) }
+func (h orchHost) Subscribe(pattern string) *event.Subscription {
+	return h.m.bus.Subscribe(pattern, 4096)
+}
 
 func (h orchHost) Fire(tag string, data map[string]any) { h.m.bus.Publish(tag, data) }
 
