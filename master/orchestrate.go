@@ -89,8 +89,7 @@ func (m *Master) runOrchestrate(ctx context.Context, req *api.Request) (any, err
 				low = append(low, state.Chunk(cm))
 			}
 		}
-		failhard, _ := config.Bool(m.cfg.Raw["failhard"])
-		running, err = orch.Apply(ctx, orchHost{m}, low, orch.Options{Test: test, Failhard: failhard, JID: jid, User: user})
+		running, err = orch.Apply(ctx, orchHost{m}, low, orch.Options{Test: test, Failhard: m.cfg.Failhard, JID: jid, User: user})
 		if err != nil {
 			return nil, fmt.Errorf("orchestrate %s: %w", strings.Join(sreq.Mods, ","), err)
 		}
