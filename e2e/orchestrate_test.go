@@ -152,7 +152,8 @@ func TestOrchestrate(t *testing.T) {
 // TestOrchestrateFromReactor: a reactor's runner.state.orchestrate
 // reaction, in the form of Salt's reactor docs, runs an orchestration
 // whose salt.state step applies web.sls on the agents, with the event's
-// data passed as pillar.
+// data passed as pillar; a local reaction with batch: beside it runs
+// through the shared rolling batch.
 func TestOrchestrateFromReactor(t *testing.T) {
 	conf, root := orchRoots(t)
 	react := filepath.Join(root, "react.sls")
@@ -162,6 +163,13 @@ func TestOrchestrateFromReactor(t *testing.T) {
       - mods: orch.react
       - pillar:
           dir: {{ data['dir'] }}
+
+batched:
+  local.cmd.run:
+    - tgt: 'cam*'
+    - batch: 1
+    - args:
+      - cmd: echo one >> {{ data['dir'] }}/batched
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -181,5 +189,11 @@ func TestOrchestrateFromReactor(t *testing.T) {
 			}
 		}
 		return true
+	})
+	// The local reaction with batch: 1 (package batch, as halite -b)
+	// ran on both cameras.
+	waitFor(t, 60*time.Second, "the batched reaction on both cameras", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "batched"))
+		return string(b) == "one\none\n"
 	})
 }

@@ -128,8 +128,17 @@ func (h orchHost) Expected(tgt, tgtType string) ([]string, map[string]bool, erro
 }
 
 func (h orchHost) Cmd(ctx context.Context, req *api.Request, ret func(map[string]any)) (string, []string, error) {
+	return h.cmdJID(ctx, req, nil, ret)
+}
+
+// cmdJID is Cmd; claim, if not nil, is told the job's id before it is
+// published.
+func (h orchHost) cmdJID(ctx context.Context, req *api.Request, claim func(jid string), ret func(map[string]any)) (string, []string, error) {
 	m := h.m
 	jid := m.jids.Next()
+	if claim != nil {
+		claim(jid)
+	}
 	sub := m.bus.Subscribe("salt/job/"+jid+"/ret/*", 1<<16)
 	defer sub.Close()
 	p, err := m.publish(jid, req)
