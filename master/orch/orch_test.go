@@ -10,11 +10,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
 
 	"github.com/halite-fleet/halite/event"
 	"github.com/halite-fleet/halite/master/api"
 	"github.com/halite-fleet/halite/state"
-	"go.uber.org/zap"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
