@@ -26,10 +26,11 @@ func (m *Master) runners() map[string]callFunc {
 	r := map[string]callFunc{}
 	for _, t := range []map[string]callFunc{
 		coreRunners(m),
-		mineRunners(m),     // mine.go
-		pillarRunners(m),   // pillar.go
-		reactorRunners(m),  // reactor.go
-		returnerRunners(m), // returners.go
+		mineRunners(m),        // mine.go
+		pillarRunners(m),      // pillar.go
+		reactorRunners(m),     // reactor.go
+		returnerRunners(m),    // returners.go
+		orchestrateRunners(m), // orchestrate.go
 	} {
 		maps.Copy(r, t)
 	}

@@ -135,4 +135,19 @@ failures, retrying and the last error.
 	"returners.dead_letters": `List a returner's dead letters.
 
     halite-run returners.dead_letters redis`,
+	"state.orchestrate": `Run an orchestration from the master: the SLS (from file_roots, saltenv,
+default base) is rendered and compiled as the states of the master minion,
+then run on the master in order, with requisites and failhard. Its steps
+are salt.state (tgt, tgt_type, sls or highstate, batch, batch_wait,
+batch_max_fail, failhard, fail_minions, allow_fail, subset, test, pillar,
+expect_minions, timeout), salt.function (tgt, name, arg, kwarg, batch, ...),
+salt.runner, salt.wheel, salt.wait_for_event and test.*. test=True asks
+every step what it would do; pillar={...} is merged into the pillar the SLS
+renders with. The result prints with the highstate outputter; the exit
+status is 1 when a step failed.
+
+    halite-run state.orchestrate orch.deploy
+    halite-run state.orchestrate orch.deploy saltenv=prod test=True pillar='{"version": "1.2"}'`,
+	"state.orch": `Same as state.orchestrate.`,
+	"state.sls":  `Same as state.orchestrate.`,
 }

@@ -7,6 +7,7 @@
 //	fleetsim [-n 100,1000,5000] [-rounds 10] [-warmup 1]
 //	fleetsim -relays 10 -n 10000 [-storm term|kill] [-json]
 //	fleetsim -states [-state-files] [-relays 2] -n 1000 [-rounds 5] [-json]
+//	fleetsim -orch [-relays 2] -n 200 [-rounds 5] [-json]
 //
 // With -relays R the devices reach the master through R real relays
 // (package relay), run in a child process of this program so that their
@@ -58,6 +59,7 @@ func main() {
 	states := flag.Bool("states", false, "time state.apply of a 20-file highstate (test states) instead of test.ping")
 	writeStates := flag.String("write-states", "", "write the -states highstate (with -state-files: its file.managed too) into this directory and exit (tools/saltcompare.sh gives Salt the same SLS)")
 	stateFiles := flag.Bool("state-files", false, "with -states: each SLS also manages a file in the device's own directory (every device a variant of its own)")
+	flag.BoolVar(orchMode, "orch", false, "time halite-run state.orchestrate of three steps over every device (test.ping; state.sls of two of -states' SLS; test.echo) instead of state.apply")
 	listen := flag.String("listen", "", "internal: -relay-child's addresses")
 	flag.Parse()
 	if a := os.Getenv("FLEETSIM_PPROF"); a != "" && !*child && !*masterChildFlag {
@@ -93,8 +95,10 @@ func main() {
 		}
 		profileTo = f
 	}
-	if *states {
-		if !*asJSON {
+	if *states || *orchMode {
+		if !*asJSON && *orchMode {
+			orchHeader(*rounds, *warmup)
+		} else if !*asJSON {
 			stateHeader(*rounds, *warmup)
 		}
 		for _, s := range strings.Split(*ns, ",") {
