@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/protocol"
+	"github.com/halite-fleet/halite/relay/discovery"
 )
 
 // Options are what a relay needs from the agent it runs in.
@@ -51,6 +53,7 @@ type Relay struct {
 
 	link  atomic.Pointer[link]
 	store *store
+	disc  *discovery.Discoverer // nil: no discovery: section
 	admit *bucket // device sessions opened upstream, per second
 	// handshakes bounds the devices' QUIC handshakes a second: past it a
 	// device is refused at once (CONNECTION_REFUSED, before any crypto)
@@ -99,6 +102,15 @@ func New(o Options) (*Relay, error) {
 		handshakes: newBucket(c.Admit, max(c.Admit/4, 1)),
 	}
 	r.store.onLost = r.spoolDropped
+	if c.Discovery != nil {
+		d, err := discovery.New(discovery.Options{Config: c.Discovery, Relay: o.Config.ID,
+			Dir: filepath.Join(o.Config.CacheDir, "discovery"), Log: o.Log.Named("discovery"),
+			Event: o.Event, Managed: r.managedAddrs})
+		if err != nil {
+			return nil, err
+		}
+		r.disc = d
+	}
 	if tamperHook != nil {
 		r.tamper = tamperHook()
 	}
@@ -153,6 +165,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	g.Go(func() error { return r.linkLoop(gctx) })
 	g.Go(func() error { return r.heartbeatLoop(gctx) })
 	g.Go(func() error { return r.ackLoop(gctx) })
+	if r.disc != nil {
+		g.Go(func() error { return r.disc.Run(gctx) })
+	}
 	g.Go(func() error {
 		<-gctx.Done()
 		ln.Close()
@@ -216,6 +231,26 @@ func (r *Relay) snapshot() []*device {
 	}
 	return all
 }
+
+// managedAddrs returns the addresses the accepted devices' sessions come
+// from, with their ids: discovery marks the devices found there managed.
+func (r *Relay) managedAddrs() map[netip.Addr]string {
+	out := map[netip.Addr]string{}
+	for _, d := range r.snapshot() {
+		if !d.accepted.Load() {
+			continue
+		}
+		if ua, ok := d.conn.RemoteAddr().(*net.UDPAddr); ok {
+			if a, ok := netip.AddrFromSlice(ua.IP); ok {
+				out[a.Unmap()] = d.id
+			}
+		}
+	}
+	return out
+}
+
+// Discovery returns the relay's discovery (nil: no discovery: section).
+func (r *Relay) Discovery() *discovery.Discoverer { return r.disc }
 
 // Stats is what a relay reports in its heartbeat.
 type Stats struct {
