@@ -54,7 +54,7 @@ type Relay struct {
 	link  atomic.Pointer[link]
 	store *store
 	disc  *discovery.Discoverer // nil: no discovery: section
-	admit *bucket // device sessions opened upstream, per second
+	admit *bucket               // device sessions opened upstream, per second
 	// handshakes bounds the devices' QUIC handshakes a second: past it a
 	// device is refused at once (CONNECTION_REFUSED, before any crypto)
 	// and retries after a short random pause, so a reconnect storm costs
