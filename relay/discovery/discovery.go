@@ -267,20 +267,23 @@ type pacer struct {
 
 func newPacer(pps int) *pacer { return &pacer{gap: time.Second / time.Duration(pps)} }
 
-// wait returns when the next packet may go (or ctx ended: false).
+// wait returns when the next packet may go (or ctx ended: false). A
+// timer cannot sleep much less than a millisecond, so a wait shorter than
+// that is not slept: the packets go a little early in small bursts and
+// the rate over a sweep is the one set.
 func (p *pacer) wait(ctx context.Context) bool {
 	p.mu.Lock()
 	now := time.Now()
-	// Behind by more than a few packets (an idle pacer, or sleeps that
-	// overshot): start again from now, so idle time never adds a burst.
-	if p.next.Before(now.Add(-8 * p.gap)) {
+	// Behind by more than a moment (an idle pacer): start again from
+	// now, so that idle time never adds a burst.
+	if p.next.Before(now.Add(-max(8*p.gap, 20*time.Millisecond))) {
 		p.next = now
 	}
 	at := p.next
 	p.next = p.next.Add(p.gap)
 	p.mu.Unlock()
 	d := time.Until(at)
-	if d <= 0 {
+	if d < time.Millisecond {
 		return ctx.Err() == nil
 	}
 	t := time.NewTimer(d)
