@@ -26,9 +26,10 @@ func (m *Master) runners() map[string]callFunc {
 	r := map[string]callFunc{}
 	for _, t := range []map[string]callFunc{
 		coreRunners(m),
-		mineRunners(m),     // mine.go
-		reactorRunners(m),  // reactor.go
-		returnerRunners(m), // returners.go
+		mineRunners(m),      // mine.go
+		reactorRunners(m),   // reactor.go
+		returnerRunners(m),  // returners.go
+		discoveryRunners(m), // discovery.go
 	} {
 		maps.Copy(r, t)
 	}

@@ -98,7 +98,7 @@ func newSite(t *testing.T) *site {
 	ipCmd(t, "-n", s.devNS, "link", "set", "lo", "up")
 	// Each device answers ARP for its own address only.
 	for _, k := range []string{"all", "default"} {
-		if out, err := exec.Command("ip", "netns", "exec", s.devNS, "sysctl", "-qw", "net.ipv4.conf."+k+".arp_ignore=1").CombinedOutput(); err != nil {
+		if out, err := exec.Command("ip", "netns", "exec", s.devNS, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/conf/"+k+"/arp_ignore").CombinedOutput(); err != nil {
 			t.Fatalf("sysctl arp_ignore: %v\n%s", err, out)
 		}
 	}

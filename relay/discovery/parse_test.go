@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap"
+
 	"github.com/google/gopacket/pcapgo"
+	"github.com/halite-fleet/halite/config"
 	"golang.org/x/net/dns/dnsmessage"
 )
 
@@ -204,4 +207,29 @@ func mdnsAnswer(t testing.TB, host, instance string, ip netip.Addr) []byte {
 	msg, err := b.Finish()
 	must(err)
 	return msg
+}
+
+// TestEvents: the events go under the relay's tag, at most
+// eventsPerSecond a tick.
+func TestEvents(t *testing.T) {
+	c := &config.Discovery{Interval: 60, PacketsPerSecond: 10, MaxDevices: 1000, GoneAfter: 60, SSDP: &config.DiscoveryMethod{}}
+	var tags []string
+	d, err := New(Options{Config: c, Relay: "site-1", Log: zap.NewNop(), Event: func(tag string, data map[string]any) error {
+		tags = append(tags, tag)
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 150 {
+		d.inv.see(sighting{ip: netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}), method: "ssdp", ssdp: &SSDP{Server: "x"}}, time.Now())
+	}
+	d.tick(time.Now())
+	if len(tags) != eventsPerSecond || tags[0] != "halite/relay/site-1/discovery/new" {
+		t.Fatalf("first tick: %d events (%.1q), want %d", len(tags), tags[:min(len(tags), 1)], eventsPerSecond)
+	}
+	d.tick(time.Now())
+	if len(tags) != 150 {
+		t.Fatalf("after two ticks: %d events, want 150", len(tags))
+	}
 }
