@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"go.uber.org/zap"
-
 	"github.com/google/gopacket/pcapgo"
-	"github.com/halite-fleet/halite/config"
+	"go.uber.org/zap"
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/halite-fleet/halite/config"
 )
 
 // A Hikvision-style ProbeMatch (prefixes as such cameras send them).
