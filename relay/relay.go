@@ -312,12 +312,17 @@ func (r *Relay) heartbeatLoop(ctx context.Context) error {
 		case <-t.C:
 		}
 		st := r.Stats()
-		r.event("halite/relay/"+r.o.Config.ID+"/heartbeat", map[string]any{
+		beat := map[string]any{
 			"devices": st.Devices, "upstream": st.Upstream, "spool_bytes": st.SpoolBytes,
 			"spool_items": st.SpoolItems, "spool_disk": st.SpoolDisk, "spool_dropped": st.SpoolDropped,
 			"spool_failed": st.SpoolFailed, "spool_corrupt_bytes": st.SpoolCorrupt, "devices_dropped": st.DroppedDevices,
 			"throttled": st.Throttled, "handshakes_refused": st.Refused, "batches": st.Batches,
-		})
+		}
+		if r.disc != nil {
+			ds := r.disc.Stats()
+			beat["discovered"], beat["discovery_full"], beat["discovery_refused"] = ds.Devices, ds.Full, ds.Rejected
+		}
+		r.event("halite/relay/"+r.o.Config.ID+"/heartbeat", beat)
 	}
 }
 
