@@ -712,6 +712,7 @@ func (m *Master) agentEvent(s *session, b *protocol.EventBody) {
 		return
 	}
 	m.relayHeartbeat(s.id, b.Tag, b.Data)
+	m.discoveryEvent(s.id, b.Tag, b.Data)
 	data := b.Data
 	if data == nil {
 		data = map[string]any{}

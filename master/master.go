@@ -71,6 +71,9 @@ type Master struct {
 	// pillar compiles and keeps each device's pillar (pillar.go, package
 	// master/pillar): pillar targets, the state compiler, the runners.
 	pillar *pillar.Compiler
+	// The relays' site inventories (discovery.go); see discovery().
+	disc     *discoveryStore
+	discOnce sync.Once
 
 	// The publisher's state compile (states.go): files serves
 	// file_roots' salt:// files, one server for the whole master.
@@ -254,6 +257,7 @@ func (m *Master) Run(ctx context.Context) error {
 	g.Go(func() error { return m.sched.Run(gctx) })       // schedule:
 	g.Go(func() error { return m.serveMetrics(gctx) })    // metrics_port
 	g.Go(func() error { return m.serveAPI(gctx, apiLn) }) // the CLIs' socket
+	g.Go(func() error { return m.discoveryLoop(gctx) })   // the relays' site inventories
 	// Stopping: the listeners close, then every connection; Wait waits
 	// for the parts, connWG for the connections' goroutines.
 	g.Go(func() error {

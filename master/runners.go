@@ -31,6 +31,7 @@ func (m *Master) runners() map[string]callFunc {
 		reactorRunners(m),     // reactor.go
 		returnerRunners(m),    // returners.go
 		orchestrateRunners(m), // orchestrate.go
+		discoveryRunners(m),   // discovery.go
 	} {
 		maps.Copy(r, t)
 	}

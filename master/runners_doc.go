@@ -19,6 +19,16 @@ that environment only.
 minion, the first connected one.
 
     halite-run pillar.show_top web1`,
+	"discovery.list": `List the devices the relays found on their sites (a relay's
+discovery: section), by relay: MAC, addresses, vendor, the ONVIF, mDNS and
+SSDP facts, first and last seen, and managed (a Halite agent with an
+accepted key answers from it). relay=GLOB keeps those relays;
+unmanaged=True the devices no agent answers from; vendor=, mac=, ip=,
+model=, manufacturer=, hardware=, name= keep the devices whose field
+matches the glob.
+
+    halite-run discovery.list relay=site-* unmanaged=True --out json
+    halite-run discovery.list model='DS-2CD*'`,
 	"jobs.list_jobs": `List the jobs of the job cache, by job id.
 search_function=GLOB and search_target=GLOB keep the jobs whose function
 or target match.

@@ -34,6 +34,9 @@ var forbidden = map[string]string{
 	"github.com/eclipse/paho.mqtt.golang":               "MQTT belongs to the master's returners and engines",
 	"github.com/prometheus":                             "the master's /metrics endpoint (client_golang, protobuf); the agent's metrics engine uses VictoriaMetrics' small client",
 	"google.golang.org/protobuf":                        "brought by client_golang, the master's metrics",
+	"github.com/halite-fleet/halite/relay":              "the relay (and its discovery) is for the amd64 and arm64 agents, or -tags relay",
+	"github.com/google/gopacket":                        "the relay's ARP discovery (about 1.5 MiB with layers): not on the small devices",
+	"encoding/xml":                                      "the relay's WS-Discovery: not on the small devices",
 }
 
 func goCmd(t *testing.T, args ...string) *exec.Cmd {
