@@ -49,6 +49,9 @@ func seedMessages(tb testing.TB) []Message {
 		&StateGet{Req: 9, Fun: "state.apply", Arg: []any{"web"}, Kwarg: map[string]any{"test": true}, Nonce: make([]byte, MinStateNonce)},
 		&StateJob{Req: 9, Job: job.Signed},
 		&StateJob{Req: 10, Err: "not compiled"},
+		&PillarGet{Req: 11, Nonce: make([]byte, MinPillarNonce)},
+		&PillarData{Req: 11, Sealed: make([]byte, SealOverhead+8)},
+		&PillarData{Req: 12, Err: "pillar of web1 failed"},
 	}
 }
 

@@ -38,6 +38,11 @@ const (
 	TypeStateGet Type = 14
 	// TypeStateJob answers a StateGet, master to agent (see StateJob).
 	TypeStateJob Type = 15
+	// TypePillarGet asks the master for the asking device's pillar, agent
+	// to master (see PillarGet).
+	TypePillarGet Type = 20
+	// TypePillarData answers a PillarGet, master to agent (see PillarData).
+	TypePillarData Type = 21
 )
 
 var typeNames = [...]string{
@@ -46,6 +51,7 @@ var typeNames = [...]string{
 	TypePing: "ping", TypePong: "pong", TypeError: "error", TypeAck: "ack",
 	TypeBatch: "batch", TypeMineGet: "mine_get", TypeMineData: "mine_data",
 	TypeStateGet: "state_get", TypeStateJob: "state_job",
+	TypePillarGet: "pillar_get", TypePillarData: "pillar_data",
 }
 
 func (t Type) String() string {
@@ -108,6 +114,10 @@ func Decode(frame []byte) (Message, error) {
 		m = new(StateGet)
 	case TypeStateJob:
 		m = new(StateJob)
+	case TypePillarGet:
+		m = new(PillarGet)
+	case TypePillarData:
+		m = new(PillarData)
 	default:
 		return nil, Errorf(KindUnknownType, "message type %d", frame[0])
 	}

@@ -38,7 +38,17 @@ const ALPN = "halite/1"
 //	   and answers with a signed job); relays forward them, and MineGet
 //	   and MineData, between a device and the master, and tell a device
 //	   the smaller of the master's capability and their own.
-const CapabilityVersion = 10
+//	12: 2026-11-26: PillarGet and PillarData (types 20 and 21): an agent
+//	   asks for its own pillar; the master answers with it sealed to the
+//	   device's identity key (SealTo, purpose "pillar", the request's
+//	   nonce as additional data); relays forward both unchanged.
+//	13: 2026-11-26: sealed state jobs: a state job (published, or a
+//	   StateJob) for an agent of capability 13 carries its compiled
+//	   states in Kwarg "__sealed__", its content key sealed to each
+//	   device it is for in "__keys__" (SealKwargs), not "__state__"; the
+//	   CLI's pillar= is no longer in a state job's Kwarg. An older agent
+//	   gets a state job only when no pillar went into its compile.
+const CapabilityVersion = 13
 
 // CapAck is the first CapabilityVersion whose masters send Ack: an agent
 // talking to an older master drops an item from its outbox once written.
@@ -63,3 +73,11 @@ const CapKeyNotify = 8
 // CapStateCall is the first CapabilityVersion whose masters answer
 // StateGet and whose relays forward it.
 const CapStateCall = 10
+
+// CapPillar is the first CapabilityVersion whose masters answer PillarGet
+// and whose relays forward it.
+const CapPillar = 12
+
+// CapSealedState is the first CapabilityVersion whose agents open sealed
+// state jobs.
+const CapSealedState = 13
