@@ -69,7 +69,11 @@ type Master struct {
 
 	// The publisher's state compile (states.go): files serves
 	// file_roots' salt:// files, one server for the whole master.
-	files     *fileserver.Server
+	files *fileserver.Server
+	// pillarFor compiles a device's pillar (package pillar); nil: every
+	// device's pillar is empty. The state compile (pillarOf) and the
+	// agents' PillarGet (pillarcall.go) read it.
+	pillarFor func(ctx context.Context, id string) (map[string]any, error)
 	mineOnce  sync.Once
 	functions seenFunctions // function names seen, for completion (functions.go)
 
