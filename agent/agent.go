@@ -63,6 +63,7 @@ type Agent struct {
 	jids      event.JIDGen                      // the jids of scheduled jobs
 	mine      mineState                         // mine.go
 	stcall    stateCallState                    // statecall.go
+	pillar    pillarState                       // pillar.go
 }
 
 // New loads (or makes) the agent's identity, opens its outbox spool
@@ -119,6 +120,7 @@ func New(cfg *config.Agent, log *zap.Logger) (*Agent, error) {
 				o.push(&protocol.Grains{Grains: g})
 			}
 		},
+		Pillar: a.Pillar, FetchPillar: a.FreshPillar, RefreshPillar: a.RefreshPillar,
 		Host: a,
 	})
 	if a.beacons, err = a.newBeacons(); err == nil {
@@ -150,6 +152,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
+	a.pillar.mu.Lock()
+	a.pillar.ctx = gctx
+	a.pillar.mu.Unlock()
 	g.Go(func() error { return a.serveLocal(gctx, ln) })
 	for _, o := range a.outs {
 		g.Go(func() error { return o.spool.syncLoop(gctx) })
