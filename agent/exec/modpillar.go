@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 
 	"github.com/halite-fleet/halite/internal/saltdata"
@@ -234,15 +235,15 @@ func pillarGet(ctx context.Context, c *call) (any, error) {
 			if m, ok := v.(map[string]any); ok {
 				return dictUpdate(deepCopy(d).(map[string]any), m, mergeLists), nil
 			}
-			c.e.log.Sugar().Errorf("pillar.get: Default (%v) is a dict, but the returned pillar value (%v) is of type '%s'. Merge will be skipped.", d, v, typeName(v))
+			c.e.log.Error(fmt.Sprintf("pillar.get: Default (%v) is a dict, but the returned pillar value (%v) is of type '%s'. Merge will be skipped.", d, v, typeName(v)))
 		case []any:
 			v, _ := saltdata.Traverse(p, key, delim)
 			if l, ok := v.([]any); ok {
 				return appendNew(deepCopy(d).([]any), l), nil
 			}
-			c.e.log.Sugar().Errorf("pillar.get: Default (%v) is a list, but the returned pillar value (%v) is of type '%s'. Merge will be skipped.", d, v, typeName(v))
+			c.e.log.Error(fmt.Sprintf("pillar.get: Default (%v) is a list, but the returned pillar value (%v) is of type '%s'. Merge will be skipped.", d, v, typeName(v)))
 		default:
-			c.e.log.Sugar().Errorf("pillar.get: Default (%v) is of type '%s', must be a dict or list to merge. Merge will be skipped.", d, typeName(d))
+			c.e.log.Error(fmt.Sprintf("pillar.get: Default (%v) is of type '%s', must be a dict or list to merge. Merge will be skipped.", d, typeName(d)))
 		}
 	}
 	if v, ok := saltdata.Traverse(p, key, delim); ok {
