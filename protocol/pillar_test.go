@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"crypto/ed25519"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -89,4 +90,35 @@ func testIdentity(t *testing.T, seed byte) *Identity {
 	t.Helper()
 	priv := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{seed}, ed25519.SeedSize))
 	return &Identity{Priv: priv, Pub: priv.Public().(ed25519.PublicKey)}
+}
+
+// BenchmarkSealState1000 is what sealing adds to a state job for 1,000
+// devices sharing one variant: 4 jobs of 250 devices (master/states.go
+// maxForIDs is 256), each the states encrypted once and the key sealed
+// to each device. Reports the bytes sealing adds per device.
+func BenchmarkSealState1000(b *testing.B) {
+	st := map[string]any{"low": []any{map[string]any{"state": "file", "fun": "managed", "name": "/etc/app.conf",
+		"contents": strings.Repeat("key = value\n", 170)}}} // about 2 KiB
+	to := make([]map[string]ed25519.PublicKey, 4)
+	for j := range to {
+		to[j] = make(map[string]ed25519.PublicKey, 250)
+		for i := range 250 {
+			pub, _, _ := ed25519.GenerateKey(nil)
+			to[j][fmt.Sprintf("cam%04d", j*250+i)] = pub
+		}
+	}
+	plain, _ := Marshal(map[string]any{"__state__": st})
+	var added int
+	for b.Loop() {
+		added = 0
+		for j := range to {
+			sealed, keys, err := SealKwargs("20260101000000000001", map[string]any{"__state__": st}, to[j])
+			if err != nil {
+				b.Fatal(err)
+			}
+			enc, _ := Marshal(map[string]any{KwargSealed: sealed, KwargKeys: keys})
+			added += len(enc) - len(plain)
+		}
+	}
+	b.ReportMetric(float64(added)/1000, "B/device")
 }
