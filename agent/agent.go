@@ -64,6 +64,7 @@ type Agent struct {
 	mine      mineState                         // mine.go
 	stcall    stateCallState                    // statecall.go
 	blob      blobState                         // blobs.go
+	pillar    pillarState                       // pillar.go
 }
 
 // New loads (or makes) the agent's identity, opens its outbox spool
@@ -120,6 +121,7 @@ func New(cfg *config.Agent, log *zap.Logger) (*Agent, error) {
 				o.push(&protocol.Grains{Grains: g})
 			}
 		},
+		Pillar: a.Pillar, FetchPillar: a.FreshPillar, RefreshPillar: a.RefreshPillar,
 		Host: a,
 	})
 	if a.beacons, err = a.newBeacons(); err == nil {
@@ -151,6 +153,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
+	a.pillar.mu.Lock()
+	a.pillar.ctx = gctx
+	a.pillar.mu.Unlock()
 	g.Go(func() error { return a.serveLocal(gctx, ln) })
 	for _, o := range a.outs {
 		g.Go(func() error { return o.spool.syncLoop(gctx) })

@@ -81,6 +81,10 @@ type Master struct {
 	// blobs: the chunks the master serves by hash (blobserve.go).
 	blobs     *blobs.Index
 	blobSlots chan struct{}
+	// pillarFor compiles a device's pillar (package pillar); nil: every
+	// device's pillar is empty. The state compile (pillarOf) and the
+	// agents' PillarGet (pillarcall.go) read it.
+	pillarFor func(ctx context.Context, id string) (map[string]any, error)
 	mineOnce  sync.Once
 	functions seenFunctions // function names seen, for completion (functions.go)
 
@@ -188,6 +192,7 @@ func (m *Master) newParts() error {
 		return err
 	}
 	m.pillar = newPillar(cfg, m.minions, log.Named("pillar"))
+	m.pillarFor = m.pillar.For
 
 	// Returners.
 	if m.returners, err = retroute.New(retroute.Options{

@@ -77,6 +77,9 @@ type Relay struct {
 	// tamper, set only by tests, alters frames the relay forwards (jobs
 	// down, returns and events up), to show that the ends refuse them.
 	tamper func(protocol.Type, []byte) []byte
+	// dump, set only by tests, is handed every byte the relay reads
+	// from devices and from the master (tap).
+	dump func([]byte)
 	// maxCaps, set only by tests, caps the capability the master tells
 	// the link (0: as told), to play an older master.
 	maxCaps uint32
@@ -117,6 +120,9 @@ func New(o Options) (*Relay, error) {
 	}
 	if tamperHook != nil {
 		r.tamper = tamperHook()
+	}
+	if dumpHook != nil {
+		r.dump = dumpHook()
 	}
 	return r, nil
 }

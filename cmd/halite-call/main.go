@@ -176,8 +176,12 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}
 	}
 	if (strings.HasPrefix(o.fun, "beacons.") && o.fun != "beacons.list_available") ||
-		strings.HasPrefix(o.fun, "schedule.") || strings.HasPrefix(o.fun, "mine.") {
-		// The beacons live in the running agent: ask it.
+		strings.HasPrefix(o.fun, "schedule.") || strings.HasPrefix(o.fun, "mine.") ||
+		(!o.local && !masterless(cfg) && (strings.HasPrefix(o.fun, "pillar.") ||
+			o.fun == "saltutil.refresh_pillar" || o.fun == "saltutil.pillar_refresh")) {
+		// The beacons live in the running agent: ask it. So does the
+		// pillar, which only the agent holds (in memory); halite-call
+		// --local has an empty one.
 		return callAgent(ctx, cfg, o.fun, args, kwargs, stdout, oo, o.out, o.passthrough)
 	}
 	g := grains.NewSkipped()
