@@ -34,6 +34,8 @@ var forbidden = map[string]string{
 	"github.com/eclipse/paho.mqtt.golang":               "MQTT belongs to the master's returners and engines",
 	"github.com/prometheus":                             "the master's /metrics endpoint (client_golang, protobuf); the agent's metrics engine uses VictoriaMetrics' small client",
 	"google.golang.org/protobuf":                        "brought by client_golang, the master's metrics",
+	"github.com/goreleaser/nfpm":                        "the package builder (with go-git and OpenPGP) is halite-flash's (firmware/pkg)",
+	"github.com/halite-fleet/halite/firmware":           "the flasher and packager are operator-side",
 }
 
 func goCmd(t *testing.T, args ...string) *exec.Cmd {

@@ -119,6 +119,9 @@ func (s Spec) Check() error {
 	if s.PkgArch != "" && !pkgArchRE.MatchString(s.PkgArch) {
 		return fmt.Errorf("package architecture %q: want lower-case letters, digits and _ . + -", s.PkgArch)
 	}
+	if strings.ContainsAny(s.Maintainer, "\r\n") {
+		return fmt.Errorf("maintainer %q: one line, NAME <EMAIL>", s.Maintainer)
+	}
 	if s.BinDir == "" && s.Kind != "relay" {
 		return errors.New("no binary directory given")
 	}
