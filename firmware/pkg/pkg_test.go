@@ -378,6 +378,8 @@ func TestDebSystemd(t *testing.T) {
 	if err := exec.Command("sh", "-c", cond).Run(); err != nil {
 		t.Errorf("condition %q fails with an edited configuration: %v", cond, err)
 	}
+	checkLogrotate(t, filepath.Join(root, "etc/logrotate.d/halite-agent"))
+
 	// systemd-analyze verify reads the unit with its drop-in (ExecStart's
 	// binary must exist: the root's).
 	unit := filepath.Join(t.TempDir(), "halite-agent.service")
@@ -588,9 +590,18 @@ func TestIPK(t *testing.T) {
 				}
 				os.WriteFile(filepath.Join(dir, f), b, 0o755)
 				run(t, "sh", "-n", filepath.Join(dir, f))
+				if _, err := exec.LookPath("busybox"); err == nil {
+					run(t, "busybox", "sh", "-n", filepath.Join(dir, f))
+				}
 			}
+			logrotate := filepath.Join(t.TempDir(), "halite-agent")
+			os.WriteFile(logrotate, data["etc/logrotate.d/halite-agent"].data, 0o644)
+			checkLogrotate(t, logrotate)
+
+			// BusyBox's ash is OpenWrt's shell.
+			need(t, "busybox")
 			img := t.TempDir()
-			cmd := exec.Command("sh", filepath.Join(dir, "postinst"))
+			cmd := exec.Command("busybox", "sh", filepath.Join(dir, "postinst"))
 			cmd.Env = append(os.Environ(), "IPKG_INSTROOT="+img)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("postinst: %v %s", err, out)
@@ -600,7 +611,7 @@ func TestIPK(t *testing.T) {
 					t.Errorf("rc.d/%s -> %q %v", l, got, err)
 				}
 			}
-			cmd = exec.Command("sh", filepath.Join(dir, "prerm"))
+			cmd = exec.Command("busybox", "sh", filepath.Join(dir, "prerm"))
 			cmd.Env = append(os.Environ(), "IPKG_INSTROOT="+img)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("prerm: %v %s", err, out)
@@ -622,5 +633,71 @@ func TestWrongArchBinary(t *testing.T) {
 	_, err = Build(Spec{Format: "ipk", Kind: "agent", Arch: armv7, Version: "1.0", BinDir: t.TempDir()}, t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "halite-agent: ") || !strings.Contains(err.Error(), "dist/linux-armv7") {
 		t.Errorf("no binary: %v", err)
+	}
+}
+
+// TestDebNonRoot installs a package into a directory as a user without
+// root: dpkg --root DIR --force-not-root --force-script-chrootless needs no
+// privilege (the files are owned by that user; the maintainer scripts run
+// with DPKG_ROOT=DIR). Run as root, the test drops to nobody with setpriv;
+// run as another user, TestDebAgent is already this test.
+func TestDebNonRoot(t *testing.T) {
+	need(t, "dpkg", "setpriv")
+	if os.Getuid() != 0 {
+		t.Skip("not root: TestDebAgent installs without root")
+	}
+	amd64, _ := firmware.LookupArch("amd64")
+	bins := binDir(t, "amd64", "halite-agent")
+	// A directory nobody can reach (t.TempDir's parents are 0700).
+	top, err := os.MkdirTemp("", "halite-pkg-nonroot-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(top) })
+	r, err := Build(Spec{Format: "deb", Kind: "agent", Arch: amd64, Version: "1.0", BinDir: bins}, top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(top, "root")
+	for _, d := range []string{"var/lib/dpkg/info", "var/lib/dpkg/updates", "var/lib/dpkg/triggers"} {
+		os.MkdirAll(filepath.Join(root, d), 0o755)
+	}
+	for _, f := range []string{"var/lib/dpkg/status", "var/lib/dpkg/available"} {
+		os.WriteFile(filepath.Join(root, f), nil, 0o644)
+	}
+	filepath.Walk(top, func(p string, fi os.FileInfo, err error) error {
+		if err == nil {
+			os.Lchown(p, 65534, 65534)
+		}
+		return nil
+	})
+	os.Chmod(top, 0o755)
+	os.Chmod(r.Path, 0o644)
+	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "dpkg", "--root="+root,
+		"--force-not-root", "--force-script-chrootless", "--log=/dev/null", "--install", r.Path)
+	cmd.Env = append(os.Environ(), "HOME="+top)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("dpkg as nobody: %v\n%s", err, out)
+	}
+	fi, err := os.Stat(filepath.Join(root, "usr/bin/halite-agent"))
+	if err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("halite-agent: %v %v", fi, err)
+	}
+	if _, err := os.Readlink(filepath.Join(root, "etc/systemd/system/multi-user.target.wants/halite-agent.service")); err != nil {
+		t.Errorf("postinst (as nobody) did not enable the unit: %v", err)
+	}
+}
+
+// checkLogrotate has logrotate read a packaged snippet (-d: nothing is
+// rotated) and fail on any error in it.
+func checkLogrotate(t *testing.T, file string) {
+	t.Helper()
+	need(t, "logrotate")
+	out, err := exec.Command("logrotate", "-d", "-s", filepath.Join(t.TempDir(), "state"), file).CombinedOutput()
+	if err != nil || bytes.Contains(bytes.ToLower(out), []byte("error")) {
+		t.Errorf("logrotate -d %s: %v\n%s", file, err, out)
+	}
+	if !bytes.Contains(out, []byte("rotating pattern: /var/log/halite/")) {
+		t.Errorf("logrotate -d %s read no pattern:\n%s", file, out)
 	}
 }
