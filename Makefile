@@ -34,7 +34,7 @@ AGENT_LDFLAGS_ARM := -R 0x1000
 # Cross targets: name goos goarch goarm gomips
 CROSS := linux-amd64:linux:amd64:: linux-arm64:linux:arm64:: linux-armv6:linux:arm:6: linux-armv7:linux:arm:7: linux-mipsle:linux:mipsle::softfloat
 
-.PHONY: all build cross test test-short demo bench deps clean fmt vet
+.PHONY: all build cross packages test test-short demo bench deps clean fmt vet
 
 all: build
 
@@ -58,6 +58,27 @@ cross:
 	      $(GO) build $(GOFLAGS_B) $$gcf -ldflags '$(LDFLAGS) '"$$ldf" -o $(DIST)/$$name/$$c ./cmd/$$c || exit 1; \
 	  done; \
 	  printf "  %-14s halite-agent %6.2f MiB\n" $$name $$(echo "scale=2; $$(stat -c %s $(DIST)/$$name/halite-agent)/1048576" | bc); \
+	done
+
+# System packages from the cross builds, into dist/packages (halite-flash
+# package, firmware/pkg): .deb for the agent (amd64, arm64, armv7 as armhf,
+# mipsle as mipsel), the relay and the master (amd64, arm64), and .ipk for
+# the agent on OpenWrt (every arch). armv6 makes an armhf .deb too
+# (Raspberry Pi OS on a Pi 1 or Zero), with armv7's file name: build it
+# apart with `halite-flash package --format deb --arch armv6 -o DIR`.
+# Without a tag, the version is 0.0.0+COMMITS.gHASH, which sorts by commit
+# count (a bare hash would not).
+PKG_VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || echo "0.0.0-$$(git rev-list --count HEAD 2>/dev/null || echo 0)-g$$(git rev-parse --short HEAD 2>/dev/null || echo 0000000)")
+PKGS := deb:agent:amd64 deb:agent:arm64 deb:agent:armv7 deb:agent:mipsle deb:relay:amd64 deb:relay:arm64 \
+  deb:master:amd64 deb:master:arm64 ipk:agent:amd64 ipk:agent:arm64 ipk:agent:armv7 ipk:agent:armv6 ipk:agent:mipsle
+
+packages: cross
+	@mkdir -p $(BIN) $(DIST)/packages
+	CGO_ENABLED=0 $(GO) build $(GOFLAGS_B) -ldflags '$(LDFLAGS)' -o $(BIN)/halite-flash ./cmd/halite-flash
+	@for p in $(PKGS); do \
+	  IFS=: read format kind arch <<< "$$p"; \
+	  $(BIN)/halite-flash package --format $$format --kind $$kind --arch $$arch --version '$(PKG_VERSION)' \
+	    --bin $(DIST)/linux-$$arch -o $(DIST)/packages || exit 1; \
 	done
 
 deps:

@@ -31,7 +31,6 @@ var (
 	pillarCalling   sync.Map // *session -> struct{}: an answer is being made for it
 )
 
-
 // answerPillarGet answers s's PillarGet in the background (a pillar
 // compile may take a while; the session's reader goes on).
 func (m *Master) answerPillarGet(s *session, g *protocol.PillarGet) {

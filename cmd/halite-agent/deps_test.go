@@ -37,6 +37,8 @@ var forbidden = map[string]string{
 	"github.com/halite-fleet/halite/relay":              "the relay (and its discovery) is for the amd64 and arm64 agents, or -tags relay",
 	"github.com/google/gopacket":                        "the relay's ARP discovery (about 1.5 MiB with layers): not on the small devices",
 	"encoding/xml":                                      "the relay's WS-Discovery: not on the small devices",
+	"github.com/goreleaser/nfpm":                        "the package builder (with go-git and OpenPGP) is halite-flash's (firmware/pkg)",
+	"github.com/halite-fleet/halite/firmware":           "the flasher and packager are operator-side",
 }
 
 func goCmd(t *testing.T, args ...string) *exec.Cmd {
