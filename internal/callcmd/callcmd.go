@@ -1,20 +1,9 @@
-// Command halite-call runs an execution function on this device, like
-// salt-call:
-//
-//	halite-call [-c CONFIG_DIR] [--local] [--out FORMAT] FUNCTION [ARG ...] [KEY=VALUE ...]
-//	halite-call -g|--grains
-//	halite-call -d|--doc [FUNCTION]
-//
-// Functions run in this process, with the agent's configuration and
-// grains. event.send and event.fire_master go through the running agent to
-// the master (with --local they stay on this device).
-package main
+package callcmd
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -67,11 +56,19 @@ func completion(fs *pflag.FlagSet) complete.Spec {
 		}}
 }
 
-func main() { os.Exit(Main()) }
+// Prog is the caller's name in its messages, whichever way it was started
+// (halite-call, halite-agent call).
+const Prog = "halite-call"
 
-// Main runs the command with os.Args and returns its exit status.
-func Main() int {
-	fs := pflag.NewFlagSet("halite-call [-c CONFIG_DIR] [--local] [--out FORMAT] FUNCTION [ARG ...] [KEY=VALUE ...]", pflag.ContinueOnError)
+// Usage is the caller's synopsis.
+const Usage = "halite-call [-c CONFIG_DIR] [--local] [--out FORMAT] FUNCTION [ARG ...] [KEY=VALUE ...]"
+
+// Main runs the caller with args (the command line after the program name,
+// or after halite-agent's "call") and returns its exit status: 0, 1 when
+// the function failed (its retcode with --retcode-passthrough), 2 for a
+// configuration error, 64 for bad command-line use, as salt-call.
+func Main(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet(Usage+"\n       halite-agent call [same flags and arguments]", pflag.ContinueOnError)
 	var o options
 	fs.StringVarP(&o.configDir, "config-dir", "c", cli.DefaultConfigDir, "the agent's configuration directory")
 	fs.BoolVar(&o.local, "local", false, "run without a master: events stay on this device")
@@ -90,12 +87,12 @@ func Main() int {
 	o.state = output.AddStateFlags(fs)
 	vf := cli.AddVersionFlags(fs)
 	complete.AddFlag(fs)
-	if done, code := completion(fs).Handle(os.Args[1:], os.Stdout, os.Stderr); done {
+	if done, code := completion(fs).Handle(args, stdout, stderr); done {
 		return code
 	}
-	err := cli.ParseFlags(fs, os.Args[1:])
+	err := cli.ParseFlags(fs, args)
 	if err == nil {
-		err = vf.Print("halite-call", os.Stdout)
+		err = vf.Print(Prog, stdout)
 	}
 	if err == nil {
 		// SaltCallOptionParser._mixin_after_parsed (salt/utils/parsers.py)
@@ -116,7 +113,7 @@ func Main() int {
 		}
 	}
 	if err == nil {
-		o.out = output.Outputter(o.out, os.Stderr) // an unknown one falls back to nested, as in Salt
+		o.out = output.Outputter(o.out, stderr) // an unknown one falls back to nested, as in Salt
 		o.outSet = fs.Changed("out") || fs.Changed("output")
 		if fs.Changed("out-indent") {
 			o.outIndentSet = &o.outIndent
@@ -127,14 +124,14 @@ func Main() int {
 	}
 	if err == nil {
 		ctx, stop := cli.SignalContext()
-		err = run(ctx, o, os.Stdout, os.Stderr)
+		err = run(ctx, o, stdout, stderr)
 		stop()
 	}
-	return cli.Exit("halite-call", err, fs, os.Stderr)
+	return cli.Exit(Prog, err, fs, stderr)
 }
 
 func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
-	cfg, err := config.LoadAgent(o.configDir, cli.WarnTo("halite-call", stderr))
+	cfg, err := config.LoadAgent(o.configDir, cli.WarnTo(Prog, stderr))
 	if err != nil {
 		return err
 	}
