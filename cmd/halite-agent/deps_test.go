@@ -63,10 +63,15 @@ func TestDeps(t *testing.T) {
 	if len(deps) < 10 {
 		t.Fatalf("go list -deps listed %d packages, want the agent's whole graph: %q", len(deps), out)
 	}
-	seenAgent := false
+	seenAgent, seenCaller := false, false
 	for _, dep := range deps {
-		if dep == "github.com/halite-fleet/halite/agent" {
+		switch dep {
+		case "github.com/halite-fleet/halite/agent":
 			seenAgent = true
+		case "github.com/halite-fleet/halite/internal/callcmd":
+			// The caller (with internal/output and internal/complete)
+			// is part of the agent binary: halite-call is a name for it.
+			seenCaller = true
 		}
 		for prefix, why := range forbidden {
 			if dep == prefix || strings.HasPrefix(dep, prefix+"/") {
@@ -76,6 +81,9 @@ func TestDeps(t *testing.T) {
 	}
 	if !seenAgent {
 		t.Errorf("go list -deps does not list the agent package; got %v", deps)
+	}
+	if !seenCaller {
+		t.Errorf("go list -deps does not list internal/callcmd: the agent binary must carry the caller (halite-call is a symlink to it)")
 	}
 }
 
