@@ -130,6 +130,7 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 		ready:     make(chan struct{}),
 		closing:   make(chan struct{}),
 	}
+	m.files.Manifests = m.blobs.Add
 	m.jids.UTC = cfg.UTCJID
 	m.jids.Node, m.jids.HasNode = jidNode(cfg), true
 	id, created, err := protocol.LoadOrCreateIdentity(cfg.PkiDir, "master")

@@ -105,7 +105,11 @@ func (r *Relay) answerBlob(d *device, reply *protocol.BlobData, release func()) 
 		}
 		return
 	}
-	d.down.sendDone(protocol.AppendFrame(make([]byte, 0, 4+len(b)), b), release)
+	wire := protocol.AppendFrame(make([]byte, 0, 4+len(b)), b)
+	if r.tamper != nil {
+		wire = r.tamper(protocol.TypeBlobData, wire)
+	}
+	d.down.sendDone(wire, release)
 }
 
 // chunk returns the chunk named k: from the cache, from a fetch under way

@@ -39,8 +39,9 @@ func (t *tapped) Read(p []byte) (int, error) {
 }
 
 // flipSigned returns wire (a whole frame of a job or a return) with the
-// last byte of its signed body flipped: what a relay that tampers would
-// do, which the ends must refuse.
+// last byte of its signed body flipped, or (a chunk's BlobData) a byte of
+// the chunk flipped: what a relay that tampers would do, which the ends
+// must refuse.
 func flipSigned(wire []byte) ([]byte, error) {
 	if len(wire) < 5 {
 		return nil, errors.New("tamper: short frame")
@@ -55,6 +56,18 @@ func flipSigned(wire []byte) ([]byte, error) {
 		s = &m.Signed
 	case *protocol.Return:
 		s = &m.Signed
+	case *protocol.BlobData:
+		// A chunk the relay serves: one byte of it altered.
+		if len(m.Data) == 0 {
+			return wire, nil
+		}
+		m.Data = append([]byte(nil), m.Data...)
+		m.Data[len(m.Data)/2] ^= 1
+		b, err := protocol.Encode(m)
+		if err != nil {
+			return nil, err
+		}
+		return protocol.AppendFrame(nil, b), nil
 	default:
 		return wire, nil
 	}

@@ -392,7 +392,7 @@ func extract(root string, ms []member, usr, grp owner) error {
 
 var stripRe = regexp.MustCompile(`--strip(?:-components)?(?:\s+|=)["']?(\d+)["']?`)
 
-func archiveExtracted(_ context.Context, c *Call) state.Ret {
+func archiveExtracted(ctx context.Context, c *Call) state.Ret {
 	ch := c.Chunk
 	name := c.Name
 	ret := state.Ret{Name: name, Result: state.False, Changes: map[string]any{}}
@@ -432,7 +432,12 @@ func archiveExtracted(_ context.Context, c *Call) state.Ret {
 		return ret
 	}
 	// The hash is checked below with archive.py's own message.
-	want, msg := resolveSource(ch, src, "")
+	fetched, msg := fetchSources(ctx, c, ch, sourceURLs(src))
+	if msg != "" {
+		ret.Comment = msg
+		return ret
+	}
+	want, msg := resolveSource(fetched, src, "")
 	if msg != "" {
 		if p, ok := strings.CutPrefix(msg, "Local file source "); ok {
 			msg = ("Source file '" + strings.TrimSuffix(p, " does not exist") + "' does not exist")

@@ -232,7 +232,7 @@ func fileManaged(ctx context.Context, c *Call) state.Ret {
 
 // managed is file.managed on c.Name with c.Chunk's arguments; file.line
 // and file.recurse call it with chunks of their own, as Salt calls managed().
-func managed(_ context.Context, c *Call) state.Ret {
+func managed(ctx context.Context, c *Call) state.Ret {
 	ch := c.Chunk
 	name := expandUser(c.Name)
 	ret := state.Ret{Name: name, Result: state.True, Changes: map[string]any{}}
@@ -313,8 +313,11 @@ func managed(_ context.Context, c *Call) state.Ret {
 	}
 	var want managedSource
 	if hasSource {
-		var msg string
-		want, msg = resolveSource(ch, src, argStr(ch, "source_hash"))
+		fetched, msg := fetchSources(ctx, c, ch, sourceURLs(src, argStr(ch, "source_hash")))
+		if msg != "" {
+			return failS(ret, msg)
+		}
+		want, msg = resolveSource(fetched, src, argStr(fetched, "source_hash"))
 		if msg != "" {
 			return failS(ret, msg)
 		}

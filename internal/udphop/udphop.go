@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Hop is a running forwarder.
@@ -19,6 +20,10 @@ type Hop struct {
 	to      *net.UDPAddr
 	cut     atomic.Bool
 	dropped atomic.Int64
+	rate    atomic.Int64 // bytes a second from the master; 0: no limit
+
+	paceMu sync.Mutex
+	due    time.Time // when the pacer's last datagram is due
 
 	mu     sync.Mutex
 	flows  map[string]*net.UDPConn
@@ -53,6 +58,28 @@ func (h *Hop) Port() int { return h.ln.LocalAddr().(*net.UDPAddr).Port }
 
 // Cut drops every datagram from now on (true) or forwards them again.
 func (h *Hop) Cut(cut bool) { h.cut.Store(cut) }
+
+// SetRate limits what the master sends through the hop to bytesPerSecond
+// (0: no limit), as a slow WAN does: datagrams wait their turn, and those
+// that pile up past the sockets' buffers are lost.
+func (h *Hop) SetRate(bytesPerSecond int64) { h.rate.Store(bytesPerSecond) }
+
+// pace holds a datagram of n bytes until its turn under the rate.
+func (h *Hop) pace(n int) {
+	r := h.rate.Load()
+	if r <= 0 {
+		return
+	}
+	h.paceMu.Lock()
+	now := time.Now()
+	if h.due.Before(now) {
+		h.due = now
+	}
+	h.due = h.due.Add(time.Duration(int64(n) * int64(time.Second) / r))
+	wait := h.due.Sub(now)
+	h.paceMu.Unlock()
+	time.Sleep(wait) // the link's pace, not a wait for a condition
+}
 
 // Dropped is how many datagrams were dropped while cut.
 func (h *Hop) Dropped() int64 { return h.dropped.Load() }
@@ -102,6 +129,7 @@ func (h *Hop) back(up *net.UDPConn, peer *net.UDPAddr) {
 			}
 			continue // an ICMP error (the master restarting): go on
 		}
+		h.pace(n)
 		if h.cut.Load() {
 			h.dropped.Add(1)
 			continue

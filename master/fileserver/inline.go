@@ -1,6 +1,7 @@
 package fileserver
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,7 +19,10 @@ const (
 	// salt:// file the state needs, keyed by the URL the state names it
 	// with (file.managed, cmd.script, archive.extracted: the source as
 	// written; file.recurse: CreateURL(path, saltenv) of each file, the
-	// URLs Salt's file.recurse builds).
+	// URLs Salt's file.recurse builds). A file too large for the job (over
+	// MaxFileBytes, or past MaxJobBytes) and not templated is
+	// {"manifest": protocol.Manifest.Any(), "sha256": hex} instead, when
+	// the server has Manifests: the agent fetches it by chunks.
 	KeyFiles = "__files__"
 	// KeyDirs: file.recurse only: CreateURL(path, saltenv) of the source
 	// directory chosen and of every directory under it.
@@ -222,7 +226,9 @@ func (in *inliner) file(c state.Chunk, u, rel, senv string, name any, o *out, te
 		o.missing = append(o.missing, u)
 		return false
 	case errors.Is(err, ErrTooLarge):
-		o.tooLarge = append(o.tooLarge, u)
+		if !in.manifest(c, u, f.Path, o, templated) {
+			o.tooLarge = append(o.tooLarge, u)
+		}
 		return true
 	case err != nil:
 		in.errs = append(in.errs, err)
@@ -242,11 +248,35 @@ func (in *inliner) file(c state.Chunk, u, rel, senv string, name any, o *out, te
 		sum = sumHex(data)
 	}
 	if int64(len(data)) > in.left {
-		o.tooLarge = append(o.tooLarge, u)
+		if !in.manifest(c, u, f.Path, o, templated) {
+			o.tooLarge = append(o.tooLarge, u)
+		}
 		return true
 	}
 	in.left -= int64(len(data))
 	o.add(u, data, sum)
+	return true
+}
+
+// manifest puts the file at path into o as a manifest (KeyFiles), if the
+// server indexes files for chunked transfer and the state does not render
+// it (a rendered file is per device and is no file on disk).
+func (in *inliner) manifest(c state.Chunk, u, path string, o *out, templated bool) bool {
+	if in.s.Manifests == nil || path == "" {
+		return false
+	}
+	if tmpl, _ := c["template"].(string); templated && tmpl != "" {
+		return false
+	}
+	m, err := in.s.Manifests(path)
+	if err != nil {
+		in.errs = append(in.errs, err)
+		return false
+	}
+	if o.files == nil {
+		o.files = map[string]any{}
+	}
+	o.files[u] = map[string]any{"manifest": m.Any(), "sha256": hex.EncodeToString(m.SHA256)}
 	return true
 }
 

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/halite-fleet/halite/protocol"
 )
 
 const (
@@ -45,6 +47,11 @@ type Server struct {
 	// ten thousand times. now is the clock (tests set it).
 	ttl time.Duration
 	now func() time.Time
+
+	// Manifests, if set, indexes a file on disk for transfer by chunks
+	// (the master's blob index): Inline puts a file too large to go in
+	// the job as its manifest instead (KeyFiles' "manifest").
+	Manifests func(path string) (protocol.Manifest, error)
 
 	mu    sync.Mutex
 	cache map[string]*entry  // by path on disk

@@ -83,6 +83,8 @@ type simAgent struct {
 	ident  *protocol.Identity
 	master atomic.Pointer[ed25519.PublicKey]
 	tr     *quic.Transport
+	fr     atomic.Pointer[protocol.Framer] // the current session's, for Fetch
+	blobs  blobWaits                       // blobs.go
 }
 
 // Start connects opts.N agents to the master at addr and keeps them
@@ -411,7 +413,10 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 	}
 	f.connected.Add(1)
 	a.up.Store(time.Now().UnixNano())
+	a.fr.Store(fr)
 	defer func() {
+		a.fr.Store(nil)
+		a.blobs.lost()
 		a.up.Store(0)
 		f.connected.Add(-1)
 	}()
@@ -424,6 +429,10 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 		}
 		if e, ok := m.(*protocol.Error); ok {
 			return sessionEnded{e.Err()}
+		}
+		if d, ok := m.(*protocol.BlobData); ok {
+			a.blobs.reply(d)
+			continue
 		}
 		job, ok := m.(*protocol.Job)
 		if !ok {

@@ -8,6 +8,7 @@
 //	fleetsim -relays 10 -n 10000 [-storm term|kill] [-json]
 //	fleetsim -states [-state-files] [-relays 2] -n 1000 [-rounds 5] [-json]
 //	fleetsim -orch [-relays 2] -n 200 [-rounds 5] [-json]
+//	fleetsim -fetch 10 -relays 1 -n 1000 [-json]
 //
 // With -relays R the devices reach the master through R real relays
 // (package relay), run in a child process of this program so that their
@@ -15,6 +16,9 @@
 // SIGTERM, a restart; kill: SIGKILL, a crash), starts it again on the same
 // ports, and times until every device is back.
 // -json prints one JSON object per fleet size instead of a table row.
+//
+// -fetch M times N devices behind the relays fetching one M MiB file by
+// chunks (fetch.go), and reports the bytes on the relays' upstream links.
 //
 // -states times `halite 'sim-*' state.apply` of a 20-file highstate
 // instead of test.ping: compiled per device on the master, run by each
@@ -61,6 +65,7 @@ func main() {
 	stateFiles := flag.Bool("state-files", false, "with -states: each SLS also manages a file in the device's own directory (every device a variant of its own)")
 	flag.BoolVar(orchMode, "orch", false, "time halite-run state.orchestrate of three steps over every device (test.ping; state.sls of two of -states' SLS; test.echo) instead of state.apply")
 	listen := flag.String("listen", "", "internal: -relay-child's addresses")
+	fetchMiB := flag.Int("fetch", 0, "time the devices fetching one file of this many MiB by chunks through -relays (at least 1) instead of test.ping")
 	flag.Parse()
 	if a := os.Getenv("FLEETSIM_PPROF"); a != "" && !*child && !*masterChildFlag {
 		// Profiling the simulator and its master: go tool pprof http://<a>/debug/pprof/profile
@@ -94,6 +99,26 @@ func main() {
 			os.Exit(1)
 		}
 		profileTo = f
+	}
+	if *fetchMiB > 0 {
+		if !*asJSON {
+			fmt.Printf("fleetsim: GOMAXPROCS=%d, devices fetching one file by chunks through relays\n", runtime.GOMAXPROCS(0))
+			fmt.Println("| devices | relays | file | wall time, all devices | relay upstream (WAN) | served to devices | chunks: master / shared / cache |")
+			fmt.Println("|---:|---:|---:|---:|---:|---:|---|")
+		}
+		for _, s := range strings.Split(*ns, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err == nil && n > 0 {
+				err = measureFetch(n, max(*relays, 1), *fetchMiB, *asJSON)
+			} else {
+				err = fmt.Errorf("bad fleet size %q", s)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "fleetsim:", err)
+				os.Exit(1)
+			}
+		}
+		return
 	}
 	if *states || *orchMode {
 		if !*asJSON && *orchMode {
