@@ -9,6 +9,8 @@ import (
 	"crypto/sha512"
 	"fmt"
 	"math/big"
+	"sync"
+	"sync/atomic"
 
 	"golang.org/x/crypto/chacha20poly1305"
 )
@@ -42,8 +44,65 @@ const SealOverhead = 32 + chacha20poly1305.Overhead
 // id is id, for purpose (a short constant: "pillar", "state"), with ad
 // authenticated but not encrypted.
 func SealTo(pub ed25519.PublicKey, id, purpose string, ad, plain []byte) ([]byte, error) {
+	sl, err := newSealer()
+	if err != nil {
+		return nil, err
+	}
+	return sl.seal(pub, id, purpose, ad, plain)
+}
+
+// sealer seals boxes under one ephemeral key: the boxes of one message
+// to many devices (SealKwargs) share it, each key still bound to its
+// device's public key and id by the HKDF, as multi-recipient ECIES does.
+// It saves an X25519 key generation per device.
+type sealer struct {
+	eph    *ecdh.PrivateKey
+	ephPub []byte
+}
+
+func newSealer() (*sealer, error) {
+	eph, err := ecdh.X25519().GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("seal: %w", err)
+	}
+	return &sealer{eph: eph, ephPub: eph.PublicKey().Bytes()}, nil
+}
+
+func (sl *sealer) seal(pub ed25519.PublicKey, id, purpose string, ad, plain []byte) ([]byte, error) {
 	if len(pub) != ed25519.PublicKeySize {
 		return nil, fmt.Errorf("seal: device key of %d bytes", len(pub))
+	}
+	dev, err := deviceX25519(pub)
+	if err != nil {
+		return nil, err
+	}
+	secret, err := sl.eph.ECDH(dev)
+	if err != nil {
+		return nil, fmt.Errorf("seal: %w", err)
+	}
+	aead, err := sealAEAD(secret, sl.ephPub, dev.Bytes(), id, purpose)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(sl.ephPub)+len(plain)+chacha20poly1305.Overhead)
+	out = append(out, sl.ephPub...)
+	var nonce [chacha20poly1305.NonceSize]byte
+	return aead.Seal(out, nonce[:], plain, ad), nil
+}
+
+// montCache keeps devices' X25519 public keys by ed25519 key: the map
+// costs a modular inverse, and the master seals to the same fleet again
+// and again. Bounded: past maxMontCache entries it starts over.
+var (
+	montCache sync.Map // string(ed25519 key) -> *ecdh.PublicKey
+	montCount atomic.Int64
+)
+
+const maxMontCache = 1 << 16
+
+func deviceX25519(pub ed25519.PublicKey) (*ecdh.PublicKey, error) {
+	if v, ok := montCache.Load(string(pub)); ok {
+		return v.(*ecdh.PublicKey), nil
 	}
 	u, err := montgomeryU(pub)
 	if err != nil {
@@ -53,23 +112,12 @@ func SealTo(pub ed25519.PublicKey, id, purpose string, ad, plain []byte) ([]byte
 	if err != nil {
 		return nil, fmt.Errorf("seal: device key: %w", err)
 	}
-	eph, err := ecdh.X25519().GenerateKey(rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("seal: %w", err)
+	if montCount.Add(1) > maxMontCache {
+		montCache.Clear()
+		montCount.Store(1)
 	}
-	secret, err := eph.ECDH(dev)
-	if err != nil {
-		return nil, fmt.Errorf("seal: %w", err)
-	}
-	ephPub := eph.PublicKey().Bytes()
-	aead, err := sealAEAD(secret, ephPub, dev.Bytes(), id, purpose)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]byte, 0, len(ephPub)+len(plain)+chacha20poly1305.Overhead)
-	out = append(out, ephPub...)
-	var nonce [chacha20poly1305.NonceSize]byte
-	return aead.Seal(out, nonce[:], plain, ad), nil
+	montCache.Store(string(pub), dev)
+	return dev, nil
 }
 
 // Open decrypts a box SealTo made for this identity under id and purpose

@@ -57,8 +57,12 @@ func SealKwargs(jid string, plain map[string]any, to map[string]ed25519.PublicKe
 	sealed = aead.Seal(nil, nonce[:], enc, []byte(adState+jid))
 	ad := stateKeyAD(jid, sealed)
 	keys = make(map[string]any, len(to))
+	sl, err := newSealer()
+	if err != nil {
+		return nil, nil, err
+	}
 	for id, pub := range to {
-		box, err := SealTo(pub, id, PurposeState, ad, k)
+		box, err := sl.seal(pub, id, PurposeState, ad, k)
 		if err != nil {
 			return nil, nil, fmt.Errorf("seal state for %s: %w", id, err)
 		}
