@@ -177,6 +177,7 @@ func (a *Agent) serve(ctx context.Context, c *masterConn, watch func(context.Con
 	l, conn, f := c.l, c.conn, c.f
 	defer conn.CloseWithError(0, "")
 	a.log.Info("connected to master", zap.String("master", l.addr))
+	a.trialAccepted(l.addr) // firmware.go: a build on trial commits
 	a.nconn.Add(1)
 	a.bus.Publish("__master_connected", map[string]any{"master": l.addr})
 	defer func() {
