@@ -29,6 +29,7 @@ func (m *Master) runners() map[string]callFunc {
 		mineRunners(m),     // mine.go
 		reactorRunners(m),  // reactor.go
 		returnerRunners(m), // returners.go
+		firmwareRunners(m), // firmware.go
 	} {
 		maps.Copy(r, t)
 	}
