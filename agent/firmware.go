@@ -114,6 +114,18 @@ func (a *Agent) stopRun() {
 	}
 }
 
+// handOver stops Run for the staged build once the master has
+// acknowledged what waits in out (the firmware.update return, so that the
+// caller hears of the trial at once), or after 3 s: what is left waits in
+// the spool for the next build to send.
+func (a *Agent) handOver(ctx context.Context, out *outbox) {
+	deadline := time.Now().Add(3 * time.Second)
+	for out.spool.len() > 0 && a.nconn.Load() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	a.stopRun()
+}
+
 // trialAccepted commits a build on trial at its first accepted session,
 // then stops it: the watchdog restarts the committed build.
 func (a *Agent) trialAccepted(master string) {
@@ -256,7 +268,9 @@ func (a *Agent) firmwareUpdate(ctx context.Context, req exec.Request) (any, erro
 	a.ota.mu.Lock()
 	a.ota.handoff = &m
 	a.ota.mu.Unlock()
-	a.stopRun()
+	// runJob hands over once the return is queued (handOver); this is
+	// the bound when the function ran otherwise (a scheduled job).
+	time.AfterFunc(10*time.Second, a.stopRun)
 	return map[string]any{"result": "trial", "version": version, "from": Version, "platform": ota.Platform(),
 		"sha256": sum, "size": size, "trial_timeout": a.cfg.UpdateTrialTimeout}, nil
 }

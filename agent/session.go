@@ -452,6 +452,9 @@ func (a *Agent) runJob(ctx context.Context, b *protocol.JobBody, out *outbox) {
 		ID: a.cfg.ID, JID: b.JID, Fun: b.Fun, FunArgs: funArgs,
 		Return: res.Return, Retcode: res.Retcode, Success: res.Success,
 	}
+	if b.Fun == "firmware.update" && a.Handoff() != nil {
+		defer a.handOver(ctx, out) // firmware.go: once the return is queued
+	}
 	if a.queueReturn(out, ret) != nil {
 		// Lost (logged): let the next start report the job killed
 		// rather than silent.

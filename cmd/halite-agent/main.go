@@ -43,6 +43,11 @@ func main() { os.Exit(Main()) }
 // watchdog), or "".
 var otaMode = ota.Mode()
 
+// breakConfig is nil but in the build with -tags halite_unreachable
+// (unreachable.go), a build that cannot reach its master, which the e2e
+// tests install over the air to see it rolled back.
+var breakConfig func(*config.Agent)
+
 // Main runs the command with os.Args and returns its exit status.
 func Main() int {
 	hup := cli.Hangups() // before anything: SIGHUP must never kill the agent
@@ -94,6 +99,9 @@ func run(ctx context.Context, o options, hup <-chan os.Signal, stdout, stderr io
 	}
 	if o.id != "" {
 		cfg.ID = o.id
+	}
+	if breakConfig != nil {
+		breakConfig(cfg) // only in the e2e tests' broken build (unreachable.go)
 	}
 	if os.Getenv("GOGC") == "" && cfg.Beacons != nil {
 		// Beacons allocate a little every interval, so the heap climbs to
