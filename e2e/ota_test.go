@@ -93,14 +93,17 @@ func (c *cluster) fwStatus(id string) map[string]any {
 }
 
 // waitResult waits until id runs version and reports result as its last
-// update's.
-func (c *cluster) waitResult(id, version, result string, d time.Duration) map[string]any {
+// update's, the update to tried, with no trial pending.
+func (c *cluster) waitResult(id, version, tried, result string, d time.Duration, reason ...string) map[string]any {
 	c.t.Helper()
 	var st map[string]any
-	waitFor(c.t, d, fmt.Sprintf("%s running %s after %s", id, version, result), func() bool {
+	waitFor(c.t, d, fmt.Sprintf("%s running %s after the update to %s %s", id, version, tried, result), func() bool {
 		st = c.fwStatus(id)
 		last, _ := st["last"].(map[string]any)
-		return st["version"] == version && last != nil && last["result"] == result
+		if len(reason) > 0 && last != nil && !strings.Contains(fmt.Sprint(last["reason"]), reason[0]) {
+			return false
+		}
+		return st["version"] == version && last != nil && last["result"] == result && last["version"] == tried && st["trial"] == false
 	})
 	return st
 }
@@ -109,7 +112,7 @@ const otaAgent = "update_trial_timeout: 5\n"
 
 func TestOTA(t *testing.T) {
 	fw := firmwareDir(t)
-	c := newCluster(t, relayAllow+"firmware_dir: "+fw+"\n")
+	c := newCluster(t, "firmware_dir: "+fw+"\n")
 	c.startMaster()
 	for _, id := range []string{"dev1", "dev2"} {
 		c.writeAgentConfig(id, otaAgent)
@@ -129,7 +132,7 @@ func TestOTA(t *testing.T) {
 		if ret["result"] != "trial" || r.code != 0 {
 			t.Fatalf("firmware.update: %v (exit %d)\n%s%s", m, r.code, r.stdout, r.stderr)
 		}
-		st := c.waitResult("dev1", "2.0.0", "updated", 60*time.Second)
+		st := c.waitResult("dev1", "2.0.0", "2.0.0", "updated", 60*time.Second)
 		if st["on_trial"] != false || st["trial"] != false {
 			t.Errorf("after the update: %v", st)
 		}
@@ -148,7 +151,7 @@ func TestOTA(t *testing.T) {
 
 	t.Run("unreachable build rolled back", func(t *testing.T) {
 		c.jsonOut("halite", "dev2", "firmware.update", "version=3.0.0")
-		st := c.waitResult("dev2", "devel", "rolled_back", 60*time.Second)
+		st := c.waitResult("dev2", "devel", "3.0.0", "rolled_back", 60*time.Second)
 		last := st["last"].(map[string]any)
 		if !strings.Contains(fmt.Sprint(last["reason"]), "update_trial_timeout") {
 			t.Errorf("reason %v, want the trial timeout", last["reason"])
@@ -157,7 +160,7 @@ func TestOTA(t *testing.T) {
 
 	t.Run("build that cannot start rolled back", func(t *testing.T) {
 		c.jsonOut("halite", "dev2", "firmware.update", "version=4.0.0")
-		st := c.waitResult("dev2", "devel", "rolled_back", 60*time.Second)
+		st := c.waitResult("dev2", "devel", "4.0.0", "rolled_back", 60*time.Second, "did not start")
 		if last := st["last"].(map[string]any); !strings.Contains(fmt.Sprint(last["reason"]), "did not start") {
 			t.Errorf("reason %v, want the start failure", last["reason"])
 		}
@@ -179,7 +182,7 @@ func TestOTA(t *testing.T) {
 		})
 		c.kill(c.agents["dev2"]) // the watchdog; the build on trial dies with it
 		c.startInstalled("dev2") // init starts B again
-		st := c.waitResult("dev2", "devel", "rolled_back", 60*time.Second)
+		st := c.waitResult("dev2", "devel", "3.0.0", "rolled_back", 60*time.Second, "did not finish")
 		if last := st["last"].(map[string]any); !strings.Contains(fmt.Sprint(last["reason"]), "did not finish") {
 			t.Errorf("reason %v", last["reason"])
 		}
@@ -190,7 +193,7 @@ func TestOTA(t *testing.T) {
 // rollout of the unreachable build halted by its failure budget.
 func TestOTARelay(t *testing.T) {
 	fw := firmwareDir(t)
-	c := newCluster(t, relayAllow+"firmware_dir: "+fw+"\n")
+	c := newCluster(t, "relay_allow: [relay1]\nfirmware_dir: "+fw+"\n")
 	c.startMaster()
 	rPort := freeUDPPort(t)
 	c.startAgent("relay1", fmt.Sprintf("relay:\n  interface: 127.0.0.1\n  port: %d\n", rPort))
@@ -217,7 +220,7 @@ func TestOTARelay(t *testing.T) {
 		t.Errorf("rollout of the good build: %v\n%s", m, r.stderr)
 	}
 	for _, id := range ids {
-		c.waitResult(id, "2.0.0", "updated", 30*time.Second)
+		c.waitResult(id, "2.0.0", "2.0.0", "updated", 30*time.Second)
 	}
 	m, _ = c.jsonOut("halite-run", "firmware.rollout", "cam*", "version=2.0.0")
 	if len(m["skipped"].([]any)) != 3 {
