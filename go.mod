@@ -3,7 +3,6 @@ module github.com/halite-fleet/halite
 go 1.26.8
 
 require (
-	filippo.io/edwards25519 v1.2.0
 	github.com/eclipse/paho.mqtt.golang v1.5.1
 	github.com/fxamacker/cbor/v2 v2.9.6
 	github.com/go-sql-driver/mysql v1.10.1
@@ -29,6 +28,7 @@ require (
 )
 
 require (
+	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect

@@ -65,6 +65,7 @@ type Agent struct {
 	mine      mineState                         // mine.go
 	stcall    stateCallState                    // statecall.go
 	ota       otaState                          // firmware.go
+	blob      blobState                         // blobs.go
 }
 
 // New loads (or makes) the agent's identity, opens its outbox spool

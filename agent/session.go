@@ -218,6 +218,7 @@ func (a *Agent) serve(ctx context.Context, c *masterConn, watch func(context.Con
 	// brought it, and its return waits in the outbox for the next one.
 	readErr := a.readLoop(ctx, sessCtx, l, f, &sent, &heard)
 	stop()
+	a.blobsLost(l)
 	conn.CloseWithError(0, "")
 	werr := <-writeErr
 	aerr := <-aliveErr
@@ -369,6 +370,8 @@ func (a *Agent) readLoop(ctx, sessCtx context.Context, l *link, f *protocol.Fram
 			a.mineReply(msg)
 		case *protocol.StateJob:
 			a.stateReply(msg)
+		case *protocol.BlobData:
+			a.blobReply(msg)
 		case *protocol.Ack:
 			a.ackSpool(l.out, min(msg.Seq, sent.Load()))
 		case *protocol.Error:
@@ -431,6 +434,9 @@ func (a *Agent) forMe(b *protocol.JobBody) bool {
 	if err != nil {
 		a.log.Debug("target not checkable here", zap.String("tgt", b.Tgt), zap.Error(err))
 		return true
+	}
+	if m.NeedsPillar() {
+		return true // I@ and J@ in a compound: the master matched them
 	}
 	return m.Match(&targets.Minion{ID: a.cfg.ID, Grains: a.grains.Get()})
 }

@@ -304,6 +304,15 @@ func (a *Agent) SpoolDir() string { return filepath.Join(a.CacheDir, "spool") }
 // cachedir/relay-spool.
 func (a *Agent) RelaySpoolDir() string { return filepath.Join(a.CacheDir, "relay-spool") }
 
+// RelayChunkDir returns the directory of a relay's chunk cache: relay:
+// chunk_cache_dir, else cachedir/relay-chunks.
+func (a *Agent) RelayChunkDir() string {
+	if a.Relay != nil && a.Relay.ChunkCacheDir != "" {
+		return a.Relay.ChunkCacheDir
+	}
+	return filepath.Join(a.CacheDir, "relay-chunks")
+}
+
 // checkMasterAddr checks one entry of the master option: a host name or
 // address, optionally with a port (host:port, [v6]:port).
 func checkMasterAddr(m string) error {

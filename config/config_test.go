@@ -150,6 +150,10 @@ func TestMasterOptions(t *testing.T) {
 		{"nodegroups list form", "nodegroups:\n  - cams: 'L@cam1,cam2'\n  - all: ['cam*', 'gw*']\n  - cams: 'G@role:cam'\n", func(m *Master) {
 			m.Nodegroups = map[string]any{"cams": "G@role:cam", "all": []any{"cam*", "gw*"}}
 		}},
+		{"pillar options", "pillarenv: dev\npillar_source_merging_strategy: overwrite\npillar_merge_lists: True\next_pillar_first: yes\npillar_cache_ttl: 0\npillar_safe_render_error: False\next_pillar:\n  - cmd_json: 'echo %s'\n  - file_tree: {root_dir: /srv/tree}\n", func(m *Master) {
+			m.Pillarenv, m.PillarSourceMergingStrategy, m.PillarMergeLists, m.ExtPillarFirst, m.PillarCacheTTL, m.PillarSafeRenderError = "dev", "overwrite", true, true, 0, false
+			m.ExtPillar = []any{map[string]any{"cmd_json": "echo %s"}, map[string]any{"file_tree": map[string]any{"root_dir": "/srv/tree"}}}
+		}},
 		{"ret_port is the port when port is absent", "ret_port: 4606\n", func(m *Master) { m.Port, m.RetPort = 4606, 4606 }},
 		{"port wins over ret_port", "ret_port: 4606\nport: 4700\n", func(m *Master) { m.Port, m.RetPort = 4700, 4606 }},
 		{"publish_port is checked, not used", "publish_port: 4505\n", func(m *Master) {}},
@@ -374,7 +378,7 @@ func TestErrors(t *testing.T) {
 		{"relay option", map[string]string{"agent": "id: r1\nrelay:\n  port: 4600\n  max_devices: 0\n"}, true,
 			`D/agent:4: relay: max_devices: expected an integer from 1 to 16384, got 0`},
 		{"relay unknown", map[string]string{"agent": "relay:\n\n  listen: x\n"}, true,
-			`D/agent:3: relay: unknown relay option "listen" (known: admit, batch_delay, batch_max, event_burst, event_rate, heartbeat, interface, max_devices, port, spool_max)`},
+			`D/agent:3: relay: unknown relay option "listen" (known: admit, batch_delay, batch_max, chunk_cache_bytes, chunk_cache_dir, event_burst, event_rate, heartbeat, interface, max_devices, port, spool_max)`},
 		{"relay batch_max small", map[string]string{"agent": "relay:\n  batch_max: 1023\n"}, true,
 			`D/agent:2: relay: batch_max: expected an integer from 1024 to 1048576, got 1023`},
 		{"relay batch_max large", map[string]string{"agent": "id: r1\nrelay:\n  port: 4600\n\n  batch_max: 4194304\n"}, true,
@@ -425,6 +429,14 @@ func TestErrors(t *testing.T) {
 			`D/master:1: nodegroups: expected a mapping, got "5"`},
 		{"nodegroups list of strings", map[string]string{"master": "nodegroups:\n  - g1: 'L@a'\n  - b\n"}, false,
 			`D/master:3: nodegroups: expected a mapping of names to expressions or a list of one-name mappings, got a list holding "b"`},
+		{"ext_pillar not a list", map[string]string{"master": "port: 4506\next_pillar:\n  cmd_json: echo\n"}, false,
+			`D/master:2: ext_pillar: expected a list of one-key mappings {interface: config}, got a mapping`},
+		{"ext_pillar entry of two", map[string]string{"master": "ext_pillar:\n  - cmd_json: echo\n    cmd_yaml: echo\n"}, false,
+			`D/master:2: ext_pillar: expected a list of one-key mappings {interface: config}, got a list holding a mapping of 2 names`},
+		{"ext_pillar file_tree without root_dir", map[string]string{"master": "ext_pillar:\n  - cmd_json: 'echo {}'\n  - file_tree: {follow_dir_links: True}\n"}, false,
+			`D/master:3: ext_pillar: file_tree: root_dir is required`},
+		{"pillar strategy", map[string]string{"master": "pillar_source_merging_strategy: deep\n"}, false,
+			`D/master:1: pillar_source_merging_strategy: expected one of smart, recurse, overwrite, none, aggregate, got "deep"`},
 		{"nodegroups list entry of two", map[string]string{"master": "nodegroups:\n  - {g1: a, g2: b}\n"}, false,
 			`D/master:2: nodegroups: expected a mapping of names to expressions or a list of one-name mappings, got a list holding a mapping of 2 names`},
 		// Options the master used to read from Raw, falling back to the

@@ -137,6 +137,7 @@ type Master struct {
 
 	StateOutput `yaml:",inline"` // state_output, state_verbose, ... (stateoutput.go)
 	StateTop    `yaml:",inline"` // state_top, top_file_merging_strategy, ... (statetop.go)
+	Pillar      `yaml:",inline"` // pillarenv, ext_pillar, ... (pillar.go)
 }
 
 // MaxFrameLimit is the largest max_frame.
@@ -177,6 +178,7 @@ func DefaultMaster() *Master {
 		Raw:                    map[string]any{},
 		StateOutput:            defaultStateOutput(),
 		StateTop:               defaultStateTop(),
+		Pillar:                 defaultPillar(),
 	}
 }
 
@@ -253,6 +255,7 @@ func masterOptions() map[string]*option[Master] {
 	},
 		stateOutputOptions(func(m *M) *StateOutput { return &m.StateOutput }),
 		stateTopOptions(func(m *M) *StateTop { return &m.StateTop }),
+		pillarOptions(func(m *M) *Pillar { return &m.Pillar }),
 		elsewhere[M]("cli", "output color"),
 		[]option[M]{refusedTrue[M]("fips_mode", "Halite's TLS 1.3 (QUIC) is not a FIPS module")},
 		ignored[M](saltCommonOptions+saltMasterOptions, ""),

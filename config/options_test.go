@@ -95,6 +95,8 @@ func sampleValue[T any](t *testing.T, o *option[T], def *T) string {
 		return "[{a: [b]}]"
 	case "mapping, or list of one-key mappings":
 		return "[{g1: 'L@a'}, {g2: 'G@os:x'}]"
+	case "list of one-key mappings":
+		return "[{cmd_json: 'echo {}'}]"
 	case "agent id":
 		return "sample-id"
 	case "schedule: mapping of jobs":

@@ -42,6 +42,15 @@ type Relay struct {
 	// what arrives while the previous batch is being written).
 	BatchMax   int
 	BatchDelay int
+	// ChunkCacheDir and ChunkCacheBytes are the relay's cache of file
+	// chunks by hash (salt:// files, agent builds): a chunk that a device
+	// asks for is fetched from the master once and served to the site's
+	// other devices from here. ChunkCacheDir defaults to
+	// cachedir/relay-chunks; ChunkCacheBytes bounds its disk (least
+	// recently used chunks go first; default 1 GiB, 0: no cache, every
+	// chunk is asked of the master, still once for devices asking at once).
+	ChunkCacheDir   string
+	ChunkCacheBytes int
 }
 
 // MaxRelayDevices is the largest max_devices: the master's limit of
@@ -64,7 +73,7 @@ const MaxRelayBatchDelay = 1000
 func DefaultRelay() *Relay {
 	return &Relay{Interface: "0.0.0.0", Port: 4506, MaxDevices: 10000, SpoolMax: 64 << 20,
 		EventRate: 100, EventBurst: 1000, Heartbeat: 60, Admit: 2000,
-		BatchMax: 64 << 10, BatchDelay: 5}
+		BatchMax: 64 << 10, BatchDelay: 5, ChunkCacheBytes: 1 << 30}
 }
 
 // atLine is an option's error about one line inside its value.

@@ -27,6 +27,8 @@ func relayOptions() map[string]*option[Relay] {
 		optRange("admit", 1, 1<<20, func(r *R) *int { return &r.Admit }, "devices let in a second (handshakes and upstream sessions)"),
 		optRange("batch_max", MinRelayBatch, MaxRelayBatch, func(r *R) *int { return &r.BatchMax }, "bytes of one batch of returns and events to the master"),
 		optRange("batch_delay", 0, MaxRelayBatchDelay, func(r *R) *int { return &r.BatchDelay }, "milliseconds a batch waits for more after its first item"),
+		optStr("chunk_cache_dir", func(r *R) *string { return &r.ChunkCacheDir }, "directory of the cache of file chunks by hash (default cachedir/relay-chunks)"),
+		optCount("chunk_cache_bytes", func(r *R) *int { return &r.ChunkCacheBytes }, "bytes of file chunks cached on disk, least recently used dropped first; 0: off"),
 	})
 }
 

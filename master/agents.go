@@ -93,6 +93,11 @@ type session struct {
 
 	heldMu sync.Mutex
 	held   []heldReturn // returns the job cache could not store yet (held.go)
+
+	// BlobGets asked and not yet answered to QUIC (blobserve.go), and the
+	// queued answers that hold a master-wide slot (under sendMu).
+	blobPending atomic.Int32
+	blobQueued  map[*byte]func()
 }
 
 // send sends a frame body to the agent without blocking; sendWire does
@@ -504,6 +509,7 @@ func (m *Master) runSession(ctx context.Context, s *session, hello *protocol.Hel
 	m.readLoop(ctx, s)
 	s.close(protocol.KindOther, "")
 	wg.Wait()
+	s.dropQueuedBlobs()
 	m.minions.detach(s)
 	s.log.Info("agent disconnected")
 }
@@ -525,7 +531,12 @@ func (m *Master) writeLoop(s *session) {
 			_, err := s.stream.Write(b)
 			s.sendMu.Lock()
 			s.queued--
+			release := s.blobQueued[&b[0]]
+			delete(s.blobQueued, &b[0])
 			s.sendMu.Unlock()
+			if release != nil {
+				release()
+			}
 			if err != nil {
 				s.log.Debug("send to agent", zap.Error(err))
 				s.close(protocol.KindOther, "")
@@ -586,6 +597,8 @@ func (m *Master) handle(ctx context.Context, s *session, msg protocol.Message) e
 		m.answerMineGet(s, msg)
 	case *protocol.StateGet:
 		m.answerStateGet(s, msg) // statecall.go
+	case *protocol.BlobGet:
+		m.answerBlobGet(s, msg) // blobserve.go
 	case *protocol.Ping:
 		if b, err := protocol.Encode(&protocol.Pong{Seq: msg.Seq}); err == nil {
 			s.send(b)

@@ -21,9 +21,11 @@ import (
 	"github.com/halite-fleet/halite/event"
 	"github.com/halite-fleet/halite/internal/unixsock"
 	"github.com/halite-fleet/halite/internal/version"
+	"github.com/halite-fleet/halite/master/blobs"
 	"github.com/halite-fleet/halite/master/fileserver"
 	"github.com/halite-fleet/halite/master/jobcache"
 	"github.com/halite-fleet/halite/master/keys"
+	"github.com/halite-fleet/halite/master/pillar"
 	"github.com/halite-fleet/halite/master/retroute"
 	"github.com/halite-fleet/halite/protocol"
 	"github.com/halite-fleet/halite/schedule"
@@ -66,10 +68,16 @@ type Master struct {
 	hellos  chan struct{} // helloSlots (agents.go)
 	held    heldState     // returns not stored yet (held.go)
 	mine    *mineStore    // the agents' mine data (mine.go); see mineStore()
+	// pillar compiles and keeps each device's pillar (pillar.go, package
+	// master/pillar): pillar targets, the state compiler, the runners.
+	pillar *pillar.Compiler
 
 	// The publisher's state compile (states.go): files serves
 	// file_roots' salt:// files, one server for the whole master.
-	files     *fileserver.Server
+	files *fileserver.Server
+	// blobs: the chunks the master serves by hash (blobserve.go).
+	blobs     *blobs.Index
+	blobSlots chan struct{}
 	mineOnce  sync.Once
 	functions seenFunctions // function names seen, for completion (functions.go)
 
@@ -106,12 +114,14 @@ type Master struct {
 // one is an error naming it) and does not listen yet.
 func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 	m := &Master{
-		cfg:     cfg,
-		log:     log,
-		metrics: newMasterMetrics(),
-		files:   fileserver.New(cfg.FileRoots),
-		ready:   make(chan struct{}),
-		closing: make(chan struct{}),
+		cfg:       cfg,
+		log:       log,
+		metrics:   newMasterMetrics(),
+		files:     fileserver.New(cfg.FileRoots),
+		blobs:     blobs.New(0),
+		blobSlots: make(chan struct{}, blobSlots),
+		ready:     make(chan struct{}),
+		closing:   make(chan struct{}),
 	}
 	m.jids.UTC = cfg.UTCJID
 	m.jids.Node, m.jids.HasNode = jidNode(cfg), true
@@ -174,6 +184,7 @@ func (m *Master) newParts() error {
 	if m.minions, err = newRegistry(filepath.Join(cfg.CacheDir, "minions"), log.Named("minions")); err != nil {
 		return err
 	}
+	m.pillar = newPillar(cfg, m.minions, log.Named("pillar"))
 
 	// Returners.
 	if m.returners, err = retroute.New(retroute.Options{
@@ -196,6 +207,10 @@ func (m *Master) newParts() error {
 
 // Bus is the master's event bus.
 func (m *Master) Bus() *event.Bus { return m.bus }
+
+// Blobs returns the index of the files the master serves by chunk hash:
+// Add a file to put its manifest into a job.
+func (m *Master) Blobs() *blobs.Index { return m.blobs }
 
 // Fingerprint is the fingerprint of the master's key (master_finger).
 func (m *Master) Fingerprint() string { return protocol.Fingerprint(m.id.Pub) }

@@ -47,6 +47,7 @@ type masterMetrics struct {
 	published prometheus.Counter
 	returns   prometheus.Counter
 	latency   prometheus.Histogram
+	blobBytes prometheus.Counter
 	pubs      pubTimes
 
 	beatMu sync.Mutex
@@ -67,6 +68,10 @@ func newMasterMetrics() *masterMetrics {
 			Name:    "halite_master_return_latency_seconds",
 			Help:    "Time from a job's publication to each return of it, for jobs this master published in the last 24 hours since it started.",
 			Buckets: latencyBuckets,
+		}),
+		blobBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "halite_master_blob_bytes_total",
+			Help: "Bytes of file chunks the master served (BlobData), to agents and to relays for their devices.",
 		}),
 		pubs:  pubTimes{at: make(map[string]time.Time)},
 		beats: make(map[string]relayBeat),
@@ -230,7 +235,7 @@ func (m *Master) metricsHandler() http.Handler {
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		mm.published, mm.returns, mm.latency,
+		mm.published, mm.returns, mm.latency, mm.blobBytes,
 		masterCollector{m},
 	)
 	mux := http.NewServeMux()

@@ -236,6 +236,23 @@ func (r *registry) match(m *targets.Matcher, candidates []string) []string {
 	return out
 }
 
+// matchWith is match with each minion's pillar from pillarOf.
+func (r *registry) matchWith(m *targets.Matcher, candidates []string, pillarOf func(id string) map[string]any) []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(candidates))
+	mn := targets.Minion{}
+	for _, id := range candidates {
+		g := r.grains[id]
+		mn.ID, mn.Grains, mn.Index, mn.Pillar = id, g.m, g.idx, pillarOf(id)
+		if m.Match(&mn) {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 func (r *registry) grainsOf(id string) map[string]any {
 	r.mu.RLock()
 	defer r.mu.RUnlock()

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -36,6 +37,9 @@ func (m *Master) expected(tgt, tgtType, delim string) ([]string, error) {
 	all, err := m.keys.List()
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)
+	}
+	if matcher.NeedsPillar() {
+		return m.matchPillar(context.Background(), matcher, all["minions"])
 	}
 	return m.minions.match(matcher, all["minions"]), nil
 }

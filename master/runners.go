@@ -27,6 +27,7 @@ func (m *Master) runners() map[string]callFunc {
 	for _, t := range []map[string]callFunc{
 		coreRunners(m),
 		mineRunners(m),     // mine.go
+		pillarRunners(m),   // pillar.go
 		reactorRunners(m),  // reactor.go
 		returnerRunners(m), // returners.go
 		firmwareRunners(m), // firmware.go

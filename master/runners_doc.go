@@ -14,6 +14,21 @@ Devices on the version already are skipped. Each batch fires
 halite/firmware/rollout/<jid>/batch.
 
     halite-run firmware.rollout 'cam-*' version=1.4.0 batch=10% max_failures=2%`,
+	"pillar.show_pillar": `Return the pillar of a minion, compiled afresh from pillar_roots and
+ext_pillar with the grains the master holds for it (nothing is kept;
+rendering errors are given in full under _errors). pillarenv=ENV reads
+that environment only.
+
+    halite-run pillar.show_pillar web1
+    halite-run pillar.show_pillar web1 pillarenv=dev`,
+	"pillar.items": `Return the pillar of a minion, as pillar.show_pillar.
+
+    halite-run pillar.items web1`,
+	"pillar.show_top": `Return the merged pillar top data as a minion's compile reads it
+({env: {target: [match, sls...]}}), or the errors reading it. Without a
+minion, the first connected one.
+
+    halite-run pillar.show_top web1`,
 	"jobs.list_jobs": `List the jobs of the job cache, by job id.
 search_function=GLOB and search_target=GLOB keep the jobs whose function
 or target match.

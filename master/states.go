@@ -30,9 +30,9 @@ type masterCompiler struct {
 	c   *statecomp.Compiler
 }
 
-// pillarFor is the pillar of device id: empty until pillar is compiled
-// (issue 18 fills this seam).
-func (m *Master) pillarFor(id string) map[string]any { return map[string]any{} }
+// pillarFor is the pillar of device id, as the master keeps it
+// (pillar.go).
+func (m *Master) pillarFor(id string) map[string]any { return m.pillarOf(id) }
 
 func (m *Master) stateCompiler() *statecomp.Compiler {
 	if v, ok := compilers.Load(m); ok && v.(*masterCompiler).cfg == m.cfg {

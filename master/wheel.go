@@ -320,6 +320,7 @@ func (m *Master) deleted(ids []string) {
 		m.bus.Publish(event.TagKey, map[string]any{"id": id, "act": "delete", "result": true})
 		m.dropMinion(id, "key deleted")
 		m.minions.forget(id)
+		m.pillar.Forget(id)
 	}
 }
 

@@ -49,6 +49,9 @@ func seedMessages(tb testing.TB) []Message {
 		&StateGet{Req: 9, Fun: "state.apply", Arg: []any{"web"}, Kwarg: map[string]any{"test": true}, Nonce: make([]byte, MinStateNonce)},
 		&StateJob{Req: 9, Job: job.Signed},
 		&StateJob{Req: 10, Err: "not compiled"},
+		&BlobGet{Req: 11, Hash: bytes.Repeat([]byte{0xab}, BlobHashSize)},
+		&BlobData{Req: 11, Data: []byte("a chunk of a file")},
+		&BlobData{Req: 12, Err: "unknown chunk"},
 	}
 }
 

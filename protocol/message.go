@@ -38,6 +38,13 @@ const (
 	TypeStateGet Type = 14
 	// TypeStateJob answers a StateGet, master to agent (see StateJob).
 	TypeStateJob Type = 15
+	// TypeBlobGet asks for one chunk of a file by its SHA-256, device (or
+	// relay) to master (see BlobGet).
+	TypeBlobGet Type = 16
+	// TypeBlobData answers a BlobGet with the chunk (see BlobData).
+	TypeBlobData Type = 17
+	// 18 (FileQuery) and 19 (FileAnswer) are reserved for the file
+	// server's listings; 20 may carry sealed state jobs. Not yet defined.
 )
 
 var typeNames = [...]string{
@@ -46,6 +53,7 @@ var typeNames = [...]string{
 	TypePing: "ping", TypePong: "pong", TypeError: "error", TypeAck: "ack",
 	TypeBatch: "batch", TypeMineGet: "mine_get", TypeMineData: "mine_data",
 	TypeStateGet: "state_get", TypeStateJob: "state_job",
+	TypeBlobGet: "blob_get", TypeBlobData: "blob_data",
 }
 
 func (t Type) String() string {
@@ -108,6 +116,10 @@ func Decode(frame []byte) (Message, error) {
 		m = new(StateGet)
 	case TypeStateJob:
 		m = new(StateJob)
+	case TypeBlobGet:
+		m = new(BlobGet)
+	case TypeBlobData:
+		m = new(BlobData)
 	default:
 		return nil, Errorf(KindUnknownType, "message type %d", frame[0])
 	}

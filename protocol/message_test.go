@@ -33,7 +33,7 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"empty", nil, KindMalformed},
 		{"type 0", []byte{0, 0xa0}, KindUnknownType},
-		{"type 16", []byte{16, 0xa0}, KindUnknownType},
+		{"type 200", []byte{200, 0xa0}, KindUnknownType},
 		{"type 255", []byte{255}, KindUnknownType},
 		{"type only", []byte{byte(TypeHello)}, KindMalformed},
 		{"array body", []byte{byte(TypePing), 0x81, 0x01}, KindMalformed},

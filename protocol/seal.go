@@ -8,8 +8,8 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"fmt"
+	"math/big"
 
-	"filippo.io/edwards25519"
 	"golang.org/x/crypto/chacha20poly1305"
 )
 
@@ -45,11 +45,11 @@ func SealTo(pub ed25519.PublicKey, id, purpose string, ad, plain []byte) ([]byte
 	if len(pub) != ed25519.PublicKeySize {
 		return nil, fmt.Errorf("seal: device key of %d bytes", len(pub))
 	}
-	p, err := new(edwards25519.Point).SetBytes(pub)
+	u, err := montgomeryU(pub)
 	if err != nil {
-		return nil, fmt.Errorf("seal: device key: %w", err)
+		return nil, err
 	}
-	dev, err := ecdh.X25519().NewPublicKey(p.BytesMontgomery())
+	dev, err := ecdh.X25519().NewPublicKey(u)
 	if err != nil {
 		return nil, fmt.Errorf("seal: device key: %w", err)
 	}
@@ -101,6 +101,38 @@ func (ident *Identity) Open(id, purpose string, ad, box []byte) ([]byte, error) 
 		return nil, Errorf(KindBadSig, "sealed box does not open: altered, or not for %s", id)
 	}
 	return plain, nil
+}
+
+// fieldP is 2^255 - 19, the field of Curve25519 and Ed25519.
+var fieldP = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 255), big.NewInt(19))
+
+// montgomeryU maps an ed25519 public key (the point's y, little endian,
+// with the sign of x in the top bit) to the X25519 public key of the same
+// secret: u = (1 + y) / (1 - y) mod p (RFC 7748, section 4.1). math/big,
+// not a curve package: the agent links math/big already, and this runs on
+// the master only.
+func montgomeryU(pub ed25519.PublicKey) ([]byte, error) {
+	var be [32]byte
+	for i, b := range pub {
+		be[31-i] = b
+	}
+	be[0] &= 0x7f
+	y := new(big.Int).SetBytes(be[:])
+	one := big.NewInt(1)
+	den := new(big.Int).Sub(one, y)
+	den.Mod(den, fieldP)
+	if y.Cmp(fieldP) >= 0 || den.Sign() == 0 {
+		return nil, fmt.Errorf("seal: device key is not a curve point")
+	}
+	u := new(big.Int).Add(one, y)
+	u.Mul(u, new(big.Int).ModInverse(den, fieldP))
+	u.Mod(u, fieldP)
+	out := make([]byte, 32)
+	u.FillBytes(be[:])
+	for i := range out {
+		out[i] = be[31-i]
+	}
+	return out, nil
 }
 
 // sealKey is the identity's X25519 private half: the clamped scalar of its

@@ -58,3 +58,31 @@ func TestSealOpen(t *testing.T) {
 		t.Errorf("SealTo with a 31-byte key: no error")
 	}
 }
+
+// TestMontgomeryU: the master's map of a device's ed25519 key gives the
+// X25519 public key of the device's own derived secret, for many keys.
+func TestMontgomeryU(t *testing.T) {
+	for range 200 {
+		id, err := GenerateIdentity()
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := id.sealKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := montgomeryU(id.Pub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := k.PublicKey().Bytes(); !bytes.Equal(got, want) {
+			t.Fatalf("montgomeryU(%x) = %x, want %x", id.Pub, got, want)
+		}
+	}
+	// y = 1 is the identity point: no Montgomery u.
+	one := make([]byte, 32)
+	one[0] = 1
+	if _, err := montgomeryU(one); err == nil {
+		t.Errorf("montgomeryU of y=1: no error")
+	}
+}

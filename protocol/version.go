@@ -38,7 +38,10 @@ const ALPN = "halite/1"
 //	   and answers with a signed job); relays forward them, and MineGet
 //	   and MineData, between a device and the master, and tell a device
 //	   the smaller of the master's capability and their own.
-const CapabilityVersion = 10
+//	11: 2026-11-26: BlobGet and BlobData: content-addressed chunks of the
+//	   files a job names by Manifest (salt:// files, agent builds); a
+//	   relay answers them from its chunk cache or asks the master once.
+const CapabilityVersion = 11
 
 // CapAck is the first CapabilityVersion whose masters send Ack: an agent
 // talking to an older master drops an item from its outbox once written.
@@ -63,3 +66,7 @@ const CapKeyNotify = 8
 // CapStateCall is the first CapabilityVersion whose masters answer
 // StateGet and whose relays forward it.
 const CapStateCall = 10
+
+// CapBlob is the first CapabilityVersion whose masters answer BlobGet and
+// whose relays answer or forward it.
+const CapBlob = 11

@@ -24,7 +24,8 @@ type device struct {
 	limit *bucket // its returns and events
 	log   *zap.Logger
 
-	accepted atomic.Bool // the master accepted its key: jobs may go to it
+	accepted atomic.Bool  // the master accepted its key: jobs may go to it
+	blobs    atomic.Int32 // its BlobGets not yet answered (chunks.go)
 
 	// The master's acks wait here before they go down (see ackDelay):
 	// toAck is the highest seq acknowledged, ackSince when the oldest
@@ -465,6 +466,8 @@ func (r *Relay) readDevice(d *device, f *protocol.Framer) {
 			} else {
 				r.noUpstream(d, msg)
 			}
+		case *protocol.BlobGet:
+			r.serveBlob(d, msg) // chunks.go
 		case *protocol.Ping:
 			if pb, err := protocol.Encode(&protocol.Pong{Seq: msg.Seq}); err == nil {
 				d.down.send(protocol.AppendFrame(nil, pb))

@@ -44,12 +44,16 @@ func (r *Relay) linkLoop(ctx context.Context) error {
 	const maxBackoff = 30 * time.Second
 	for i := 0; ; i++ {
 		addr := addrs[i%len(addrs)]
-		start := time.Now()
+		ups := r.linkUps.Load()
 		err := r.runLink(ctx, addr)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if time.Since(start) > time.Minute {
+		if r.linkUps.Load() != ups {
+			// The link was up: the master went away (a restart, a
+			// failover). Come back as soon as it is there again, as an
+			// agent does after an established session; only failures
+			// in a row back off further.
 			backoff = time.Second
 		}
 		if protocol.KindOf(err) == protocol.KindForbidden {
@@ -143,6 +147,7 @@ func (r *Relay) runLink(ctx context.Context, addr string) error {
 		}()
 	}
 	r.link.Store(l)
+	r.linkUps.Add(1)
 	defer r.link.CompareAndSwap(l, nil)
 	r.log.Info("upstream link up", zap.String("master", addr), zap.Bool("batches", l.batch != nil))
 	if _, _, dropped := r.store.stats(); dropped > r.reported {
@@ -463,6 +468,8 @@ func (r *Relay) readUp(ctx context.Context, l *link, d *device, up *sender, s *q
 		case *protocol.Ack:
 			r.store.ack(d, msg.Seq)
 			d.noteAck(msg.Seq, time.Now())
+		case *protocol.BlobData:
+			r.blobAnswer(msg) // the relay's own fetch (chunks.go)
 		case *protocol.MineData, *protocol.StateJob:
 			// Answers to the device's own requests; a StateJob's job is
 			// signed by the master, and the device checks it.

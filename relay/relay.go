@@ -49,9 +49,13 @@ type Relay struct {
 	handshaking int
 	hellos      chan struct{} // helloSlots (device.go)
 
-	link  atomic.Pointer[link]
-	store *store
-	admit *bucket // device sessions opened upstream, per second
+	link atomic.Pointer[link]
+	// linkUps counts the upstream links that came up (linkLoop resets its
+	// backoff after one).
+	linkUps atomic.Int64
+	store   *store
+	chunks  *chunks // file chunks by hash (chunks.go)
+	admit   *bucket // device sessions opened upstream, per second
 	// handshakes bounds the devices' QUIC handshakes a second: past it a
 	// device is refused at once (CONNECTION_REFUSED, before any crypto)
 	// and retries after a short random pause, so a reconnect storm costs
@@ -117,6 +121,15 @@ func (r *Relay) Run(ctx context.Context) error {
 	if err := r.store.open(); err != nil {
 		return err
 	}
+	var cache *chunkCache
+	if r.conf.ChunkCacheBytes > 0 {
+		var err error
+		if cache, err = openChunkCache(r.o.Config.RelayChunkDir(), int64(r.conf.ChunkCacheBytes), r.log); err != nil {
+			r.store.close()
+			return err
+		}
+	}
+	r.chunks = newChunks(cache)
 	// Deferred first, so it runs last: after every device has gone.
 	defer func() {
 		if err := r.store.close(); err != nil {
@@ -231,6 +244,11 @@ type Stats struct {
 	Throttled      uint64 // returns and events held back by event_rate, ever
 	Refused        uint64 // device handshakes refused for the admit rate, ever
 	Batches        uint64 // batches of returns and events sent to the master, ever
+	ChunkUpBytes   uint64 // bytes of file chunks fetched from the master, ever
+	ChunkMisses    uint64 // chunks fetched from the master, ever
+	ChunkHits      uint64 // chunks served from the chunk cache, ever
+	ChunkShared    uint64 // chunks served from a fetch made for another device, ever
+	ChunkCached    int64  // bytes in the chunk cache now
 }
 
 // Stats returns the relay's counters now.
@@ -243,9 +261,16 @@ func (r *Relay) Stats() Stats {
 	}
 	b, items, dropped := r.store.stats()
 	disk, failed := r.store.usage()
-	return Stats{Devices: n, Upstream: r.link.Load() != nil, SpoolBytes: b, SpoolItems: items, SpoolDisk: disk,
+	st := Stats{Devices: n, Upstream: r.link.Load() != nil, SpoolBytes: b, SpoolItems: items, SpoolDisk: disk,
 		SpoolDropped: dropped, SpoolFailed: failed, SpoolCorrupt: r.store.corruptBytes(), DroppedDevices: r.droppedDevices.Load(), Throttled: r.throttled.Load(),
 		Refused: r.refused.Load(), Batches: r.batches.Load()}
+	if c := r.chunks; c != nil {
+		st.ChunkUpBytes, st.ChunkMisses, st.ChunkHits, st.ChunkShared = c.upBytes.Load(), c.misses.Load(), c.hits.Load(), c.shared.Load()
+		if c.cache != nil {
+			_, st.ChunkCached = c.cache.stats()
+		}
+	}
+	return st
 }
 
 // event fires an event as the relay's agent.
@@ -282,6 +307,8 @@ func (r *Relay) heartbeatLoop(ctx context.Context) error {
 			"spool_items": st.SpoolItems, "spool_disk": st.SpoolDisk, "spool_dropped": st.SpoolDropped,
 			"spool_failed": st.SpoolFailed, "spool_corrupt_bytes": st.SpoolCorrupt, "devices_dropped": st.DroppedDevices,
 			"throttled": st.Throttled, "handshakes_refused": st.Refused, "batches": st.Batches,
+			"chunk_up_bytes": st.ChunkUpBytes, "chunk_misses": st.ChunkMisses, "chunk_hits": st.ChunkHits,
+			"chunk_shared": st.ChunkShared, "chunk_cache_bytes": st.ChunkCached,
 		})
 	}
 }

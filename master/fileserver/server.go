@@ -65,6 +65,14 @@ func New(roots map[string][]string) *Server {
 		cache: map[string]*entry{}, memos: map[string]memo{}, lists: map[string]listing{}}
 }
 
+// NewTTL is New with lookups trusted for ttl instead of LookupTTL; 0:
+// the disk is looked at each time (tests that change files).
+func NewTTL(roots map[string][]string, ttl time.Duration) *Server {
+	s := New(roots)
+	s.ttl = ttl
+	return s
+}
+
 // Envs are the configured environments, sorted (roots.envs). "__env__",
 // when configured, is listed as such.
 func (s *Server) Envs() []string {
