@@ -7,6 +7,7 @@
 //	fleetsim [-n 100,1000,5000] [-rounds 10] [-warmup 1]
 //	fleetsim -relays 10 -n 10000 [-storm term|kill] [-json]
 //	fleetsim -states [-state-files] [-relays 2] -n 1000 [-rounds 5] [-json]
+//	fleetsim -rollout BUILD [-relays 1] -n 1000 [-batch 10%] [-json]
 //
 // With -relays R the devices reach the master through R real relays
 // (package relay), run in a child process of this program so that their
@@ -14,6 +15,10 @@
 // SIGTERM, a restart; kill: SIGKILL, a crash), starts it again on the same
 // ports, and times until every device is back.
 // -json prints one JSON object per fleet size instead of a table row.
+//
+// -rollout times firmware.rollout of BUILD to simulated devices behind
+// relays, and counts the chunk bytes the relays fetched from the master
+// (rollout.go).
 //
 // -states times `halite 'sim-*' state.apply` of a 20-file highstate
 // instead of test.ping: compiled per device on the master, run by each
@@ -59,7 +64,20 @@ func main() {
 	writeStates := flag.String("write-states", "", "write the -states highstate (with -state-files: its file.managed too) into this directory and exit (tools/saltcompare.sh gives Salt the same SLS)")
 	stateFiles := flag.Bool("state-files", false, "with -states: each SLS also manages a file in the device's own directory (every device a variant of its own)")
 	listen := flag.String("listen", "", "internal: -relay-child's addresses")
+	rollout := flag.String("rollout", "", "time firmware.rollout of this build (a halite-agent file) to -n devices behind -relays relays (default 1)")
+	batch := flag.String("batch", "10%", "with -rollout: the rollout's batch")
 	flag.Parse()
+	if *rollout != "" {
+		n, err := strconv.Atoi(*ns)
+		if err == nil {
+			err = measureRollout(n, max(*relays, 1), *rollout, *batch, *asJSON)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fleetsim:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if a := os.Getenv("FLEETSIM_PPROF"); a != "" && !*child && !*masterChildFlag {
 		// Profiling the simulator and its master: go tool pprof http://<a>/debug/pprof/profile
 		go http.ListenAndServe(a, nil)
