@@ -2,9 +2,8 @@ package agent
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
-	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/halite-fleet/halite/agent/exec"
 	"github.com/halite-fleet/halite/agent/ota"
+	"github.com/halite-fleet/halite/protocol"
 )
 
 // Over-the-air updates of the agent itself (package agent/ota has the
@@ -277,30 +277,12 @@ func (a *Agent) firmwareUpdate(ctx context.Context, req exec.Request) (any, erro
 
 // buildOf reads the size and SHA-256 of the job's build (its manifest).
 func buildOf(fw map[string]any) (int64, string, error) {
-	man, ok := fw["manifest"].(map[string]any)
-	if !ok {
-		return 0, "", errors.New("no manifest")
+	m, err := protocol.ManifestFromAny(fw["manifest"])
+	if err == nil {
+		err = m.Validate()
 	}
-	sum, _ := man["sha256"].(string)
-	var size int64
-	switch v := man["size"].(type) {
-	case int64:
-		size = v
-	case uint64:
-		size = int64(v)
-	case int:
-		size = int64(v)
-	case string:
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return 0, "", fmt.Errorf("size %q", v)
-		}
-		size = n
-	default:
-		return 0, "", fmt.Errorf("size %v", v)
+	if err != nil {
+		return 0, "", err
 	}
-	if size <= 0 || len(sum) != 64 {
-		return 0, "", fmt.Errorf("size %d, sha256 %q", size, sum)
-	}
-	return size, sum, nil
+	return m.Size, hex.EncodeToString(m.SHA256), nil
 }
