@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO        ?= go
 BIN       := bin
 DIST      := dist
-CMDS      := halite-master halite-agent halite halite-key halite-run halite-call halite-flash
+CMDS      := halite-master halite-agent halite halite-key halite-run halite-flash
 # --version and --versions-report print these (internal/version); a build
 # without them says "devel" with the commit Go recorded, if any.
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
@@ -11,8 +11,12 @@ COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 VERSION_PKG := github.com/halite-fleet/halite/internal/version
 LDFLAGS   := -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)
 GOFLAGS_B := -trimpath
-# Agent-side programs, built for every device architecture.
-AGENT_CMDS := halite-agent halite-call
+# Agent-side programs, built for every device architecture. The agent is
+# multi-call: halite-call is a symlink to it (argv[0]; also `halite-agent
+# call ...`), one file on a device instead of two (cmd/halite-call still
+# builds the caller alone, for development).
+AGENT_CMDS := halite-agent
+AGENT_LINKS := halite-call
 MASTER_CMDS := halite-master halite halite-key halite-run halite-flash
 # The agent is flashed on devices with little flash. On 32-bit ARM and MIPS
 # (cameras, gateways: the relay is not built in there, see
@@ -34,7 +38,7 @@ AGENT_LDFLAGS_ARM := -R 0x1000
 # Cross targets: name goos goarch goarm gomips
 CROSS := linux-amd64:linux:amd64:: linux-arm64:linux:arm64:: linux-armv6:linux:arm:6: linux-armv7:linux:arm:7: linux-mipsle:linux:mipsle::softfloat
 
-.PHONY: all build cross test test-short demo bench deps clean fmt vet
+.PHONY: all build cross packages test test-short demo bench deps clean fmt vet
 
 all: build
 
@@ -42,7 +46,8 @@ build:
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build $(GOFLAGS_B) -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(MASTER_CMDS))
 	CGO_ENABLED=0 $(GO) build $(GOFLAGS_B) $(AGENT_GCFLAGS) -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(AGENT_CMDS))
-	@ls -l $(BIN) | awk 'NR>1 {printf "  %-14s %6.2f MiB\n", $$9, $$5/1048576}'
+	@for l in $(AGENT_LINKS); do ln -sfn halite-agent $(BIN)/$$l; done
+	@ls -l $(BIN) | awk 'NR>1 && !/^l/ {printf "  %-14s %6.2f MiB\n", $$9, $$5/1048576} /^l/ {printf "  %-14s -> %s\n", $$9, $$11}'
 
 cross:
 	@for t in $(CROSS); do \
@@ -57,7 +62,29 @@ cross:
 	    CGO_ENABLED=0 GOOS=$$goos GOARCH=$$goarch GOARM=$$goarm GOMIPS=$$gomips \
 	      $(GO) build $(GOFLAGS_B) $$gcf -ldflags '$(LDFLAGS) '"$$ldf" -o $(DIST)/$$name/$$c ./cmd/$$c || exit 1; \
 	  done; \
+	  for l in $(AGENT_LINKS); do ln -sfn halite-agent $(DIST)/$$name/$$l; done; \
 	  printf "  %-14s halite-agent %6.2f MiB\n" $$name $$(echo "scale=2; $$(stat -c %s $(DIST)/$$name/halite-agent)/1048576" | bc); \
+	done
+
+# System packages from the cross builds, into dist/packages (halite-flash
+# package, firmware/pkg): .deb for the agent (amd64, arm64, armv7 as armhf,
+# mipsle as mipsel), the relay and the master (amd64, arm64), and .ipk for
+# the agent on OpenWrt (every arch). armv6 makes an armhf .deb too
+# (Raspberry Pi OS on a Pi 1 or Zero), with armv7's file name: build it
+# apart with `halite-flash package --format deb --arch armv6 -o DIR`.
+# Without a tag, the version is 0.0.0+COMMITS.gHASH, which sorts by commit
+# count (a bare hash would not).
+PKG_VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || echo "0.0.0-$$(git rev-list --count HEAD 2>/dev/null || echo 0)-g$$(git rev-parse --short HEAD 2>/dev/null || echo 0000000)")
+PKGS := deb:agent:amd64 deb:agent:arm64 deb:agent:armv7 deb:agent:mipsle deb:relay:amd64 deb:relay:arm64 \
+  deb:master:amd64 deb:master:arm64 ipk:agent:amd64 ipk:agent:arm64 ipk:agent:armv7 ipk:agent:armv6 ipk:agent:mipsle
+
+packages: cross
+	@mkdir -p $(BIN) $(DIST)/packages
+	CGO_ENABLED=0 $(GO) build $(GOFLAGS_B) -ldflags '$(LDFLAGS)' -o $(BIN)/halite-flash ./cmd/halite-flash
+	@for p in $(PKGS); do \
+	  IFS=: read format kind arch <<< "$$p"; \
+	  $(BIN)/halite-flash package --format $$format --kind $$kind --arch $$arch --version '$(PKG_VERSION)' \
+	    --bin $(DIST)/linux-$$arch -o $(DIST)/packages || exit 1; \
 	done
 
 deps:

@@ -66,6 +66,7 @@ type Agent struct {
 	stcall    stateCallState                    // statecall.go
 	ota       otaState                          // firmware.go
 	blob      blobState                         // blobs.go
+	pillar    pillarState                       // pillar.go
 }
 
 // New loads (or makes) the agent's identity, opens its outbox spool
@@ -123,6 +124,7 @@ func New(cfg *config.Agent, log *zap.Logger) (*Agent, error) {
 				o.push(&protocol.Grains{Grains: g})
 			}
 		},
+		Pillar: a.Pillar, FetchPillar: a.FreshPillar, RefreshPillar: a.RefreshPillar,
 		Host: a,
 	})
 	if a.beacons, err = a.newBeacons(); err == nil {
@@ -160,6 +162,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.ota.mu.Unlock()
 	a.settleUpdate()
 	g, gctx := errgroup.WithContext(ctx)
+	a.pillar.mu.Lock()
+	a.pillar.ctx = gctx
+	a.pillar.mu.Unlock()
 	g.Go(func() error { return a.serveLocal(gctx, ln) })
 	for _, o := range a.outs {
 		g.Go(func() error { return o.spool.syncLoop(gctx) })

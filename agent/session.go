@@ -214,11 +214,17 @@ func (a *Agent) serve(ctx context.Context, c *masterConn, watch func(context.Con
 			stop()
 		}
 	}()
+	pillarDone := make(chan struct{})
+	go func() {
+		defer close(pillarDone)
+		a.pillarAtStart(sessCtx, l)
+	}()
 	// Jobs run under ctx, not sessCtx: a job outlives the connection that
 	// brought it, and its return waits in the outbox for the next one.
 	readErr := a.readLoop(ctx, sessCtx, l, f, &sent, &heard)
 	stop()
 	a.blobsLost(l)
+	<-pillarDone
 	conn.CloseWithError(0, "")
 	werr := <-writeErr
 	aerr := <-aliveErr
@@ -372,6 +378,8 @@ func (a *Agent) readLoop(ctx, sessCtx context.Context, l *link, f *protocol.Fram
 			a.stateReply(msg)
 		case *protocol.BlobData:
 			a.blobReply(msg)
+		case *protocol.PillarData:
+			a.pillarReply(msg)
 		case *protocol.Ack:
 			a.ackSpool(l.out, min(msg.Seq, sent.Load()))
 		case *protocol.Error:
@@ -445,7 +453,11 @@ func (a *Agent) forMe(b *protocol.JobBody) bool {
 func (a *Agent) runJob(ctx context.Context, b *protocol.JobBody, out *outbox) {
 	var res exec.Result
 	var funArgs []any
-	if len(b.Funs) > 0 {
+	if err := a.openSealed(b); err != nil {
+		a.log.Warn("refusing a sealed job", zap.String("jid", b.JID), zap.Error(err))
+		res = exec.Result{Return: "refused: " + err.Error(), Retcode: 1}
+		funArgs = b.ReturnFunArgs()
+	} else if len(b.Funs) > 0 {
 		res, funArgs = a.runCompound(ctx, b) // compound.go
 	} else {
 		res = a.exec.Run(ctx, exec.Request{

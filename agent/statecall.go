@@ -159,6 +159,9 @@ func (a *Agent) checkStateJob(j *protocol.Job, fun, nonce string) (*protocol.Job
 	if got, _ := b.Kwarg["__nonce__"].(string); got != nonce {
 		return nil, fmt.Errorf("job %s does not answer this request (its nonce differs)", b.JID)
 	}
+	if err := a.openSealed(b); err != nil {
+		return nil, err
+	}
 	ids, _ := b.Kwarg["__for__"].([]any)
 	if b.Tgt != a.cfg.ID || len(ids) != 1 || ids[0] != a.cfg.ID {
 		return nil, fmt.Errorf("job %s was compiled for %v, not for %s alone", b.JID, b.Kwarg["__for__"], a.cfg.ID)

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -229,6 +230,19 @@ func TestAgentOptions(t *testing.T) {
 			a.Relay.BatchMax, a.Relay.BatchDelay = 1024, 1000
 		}},
 		{"relay_finger", "relay_finger: 'ab:cd'\n", func(a *Agent) { a.RelayFinger = "ab:cd" }},
+		{"discovery list", "relay:\n  discovery:\n    methods: [onvif, ssdp]\n", func(a *Agent) {
+			a.Relay = DefaultRelay()
+			a.Relay.Discovery = DefaultDiscovery()
+			a.Relay.Discovery.ONVIF = &DiscoveryMethod{Passive: true, Active: true}
+			a.Relay.Discovery.SSDP = &DiscoveryMethod{Passive: true, Active: true}
+		}},
+		{"discovery mapping", "relay:\n  discovery:\n    interval: 60\n    packets_per_second: 500\n    max_devices: 100\n    gone_after: 600\n" +
+			"    methods:\n      arp: {interfaces: eth0, subnets: [10.1.0.9/22, 192.168.0.0/24], passive: no}\n      onvif:\n      mdns: {interfaces: [eth0, eth1]}\n      ssdp: off\n", func(a *Agent) {
+			a.Relay = DefaultRelay()
+			a.Relay.Discovery = &Discovery{Interval: 60, PacketsPerSecond: 500, MaxDevices: 100, GoneAfter: 600,
+				ARP:   &DiscoveryMethod{Interfaces: []string{"eth0"}, Subnets: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/22"), netip.MustParsePrefix("192.168.0.0/24")}, Active: true},
+				ONVIF: &DiscoveryMethod{Passive: true, Active: true}, MDNS: &DiscoveryMethod{Interfaces: []string{"eth0", "eth1"}, Passive: true, Active: true}}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -239,7 +253,7 @@ func TestAgentOptions(t *testing.T) {
 			}
 			want := DefaultAgent()
 			tt.want(want)
-			if diff := cmp.Diff(want, got, ignoreAgentRaw); diff != "" {
+			if diff := cmp.Diff(want, got, ignoreAgentRaw, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -378,7 +392,7 @@ func TestErrors(t *testing.T) {
 		{"relay option", map[string]string{"agent": "id: r1\nrelay:\n  port: 4600\n  max_devices: 0\n"}, true,
 			`D/agent:4: relay: max_devices: expected an integer from 1 to 16384, got 0`},
 		{"relay unknown", map[string]string{"agent": "relay:\n\n  listen: x\n"}, true,
-			`D/agent:3: relay: unknown relay option "listen" (known: admit, batch_delay, batch_max, chunk_cache_bytes, chunk_cache_dir, event_burst, event_rate, heartbeat, interface, max_devices, port, spool_max)`},
+			`D/agent:3: relay: unknown relay option "listen" (known: admit, batch_delay, batch_max, chunk_cache_bytes, chunk_cache_dir, discovery, event_burst, event_rate, heartbeat, interface, max_devices, port, spool_max)`},
 		{"relay batch_max small", map[string]string{"agent": "relay:\n  batch_max: 1023\n"}, true,
 			`D/agent:2: relay: batch_max: expected an integer from 1024 to 1048576, got 1023`},
 		{"relay batch_max large", map[string]string{"agent": "id: r1\nrelay:\n  port: 4600\n\n  batch_max: 4194304\n"}, true,
@@ -389,6 +403,20 @@ func TestErrors(t *testing.T) {
 			`D/agent:2: relay: batch_delay: expected an integer from 0 to 1000, got -1`},
 		{"relay batch_delay large", map[string]string{"agent": "relay:\n  event_rate: 5\n  batch_delay: 1001\n"}, true,
 			`D/agent:3: relay: batch_delay: expected an integer from 0 to 1000, got 1001`},
+		{"discovery subnet too large", map[string]string{"agent": "relay:\n  discovery:\n    methods:\n      arp:\n        subnets:\n          - 10.0.0.0/24\n          - 10.0.0.0/15\n"}, true,
+			`D/agent:7: relay: discovery: methods: arp: subnets: 10.0.0.0/15 is larger than a /16 (131072 addresses): sweep smaller subnets`},
+		{"discovery subnet v6", map[string]string{"agent": "relay:\n  discovery:\n    methods:\n      arp: {subnets: 'fd00::/64'}\n"}, true,
+			`D/agent:4: relay: discovery: methods: arp: subnets: expected an IPv4 network (10.0.0.0/22), got "fd00::/64"`},
+		{"discovery unknown method", map[string]string{"agent": "relay:\n  discovery:\n    methods: [arp,\n      upnp]\n"}, true,
+			`D/agent:4: relay: discovery: methods: unknown discovery method "upnp" (known: arp, onvif, mdns, ssdp)`},
+		{"discovery method option", map[string]string{"agent": "relay:\n  discovery:\n    methods:\n      onvif:\n        subnets: [10.0.0.0/24]\n"}, true,
+			`D/agent:5: relay: discovery: methods: onvif: unknown onvif option "subnets" (known: interfaces)`},
+		{"discovery rate", map[string]string{"agent": "relay:\n  discovery:\n    methods: [arp]\n    packets_per_second: 0\n"}, true,
+			`D/agent:4: relay: discovery: packets_per_second: expected an integer from 1 to 100000, got 0`},
+		{"discovery no method", map[string]string{"agent": "relay:\n  discovery:\n    interval: 60\n"}, true,
+			`D/agent:3: relay: discovery: no method given (methods: arp, onvif, mdns, ssdp)`},
+		{"discovery unknown option", map[string]string{"agent": "relay:\n  discovery:\n    rate: 5\n"}, true,
+			`D/agent:3: relay: discovery: unknown discovery option "rate" (known: gone_after, interval, max_devices, methods, packets_per_second)`},
 		{"relay list", map[string]string{"agent": "relay: [a]\n"}, true,
 			`D/agent:1: relay: expected a mapping of relay options, got a list`},
 		{"int", map[string]string{"master": "interface: 0.0.0.0\n\nport: abc\n"}, false,

@@ -49,6 +49,10 @@ type Master struct {
 	Timeout          int  `yaml:"timeout"`   // seconds, the CLI's default wait
 	WorkerThreads    int  `yaml:"worker_threads"`
 	UTCJID           bool `yaml:"utc_jid"` // job ids in UTC rather than local time
+	// Failhard (Salt's failhard on the master): a failed step stops an
+	// orchestration (state.orchestrate), and salt.state and salt.function
+	// steps run their batches with failhard.
+	Failhard bool `yaml:"failhard"`
 	// JIDNode (Halite's jid_node, 0 to 999) ends every job id, so that the
 	// masters of a multimaster set never make the same one; -1: derived
 	// from the host name, interface, port and cachedir.
@@ -219,6 +223,7 @@ func masterOptions() map[string]*option[Master] {
 		optCount("timeout", func(m *M) *int { return &m.Timeout }, "seconds the CLI waits for returns by default"),
 		optCount("worker_threads", func(m *M) *int { return &m.WorkerThreads }, "workers handling operator requests"),
 		optBool("utc_jid", func(m *M) *bool { return &m.UTCJID }, "job ids in UTC rather than local time"),
+		optBool("failhard", func(m *M) *bool { return &m.Failhard }, "a failed step stops an orchestration (state.orchestrate), and its batches stop at the first failure"),
 		optRange("jid_node", 0, 999, func(m *M) *int { return &m.JIDNode }, "number (0 to 999) ending every job id, for multimaster; -1: derived from host, interface, port and cachedir"),
 		optRange("max_frame", 1<<10, MaxFrameLimit, func(m *M) *int { return &m.MaxFrame }, "largest frame in bytes the master reads from an agent or relay"),
 		optRange("loop_interval", 1, 86400, func(m *M) *int { return &m.LoopInterval }, "seconds between presence checks (Salt's default is 60)"),

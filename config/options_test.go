@@ -105,6 +105,10 @@ func sampleValue[T any](t *testing.T, o *option[T], def *T) string {
 		return "{test.ping: []}"
 	case "mapping (see below)":
 		return "{port: 4600}"
+	case "discovery mapping (see below)":
+		return "{methods: [onvif]}"
+	case "list of methods, or mapping of method to its options":
+		return "[onvif]"
 	case "bool or count":
 		return "3"
 	}
@@ -151,6 +155,23 @@ func TestEveryOption(t *testing.T) {
 			}
 			if reflect.DeepEqual(o.get(a.Relay), o.get(def)) {
 				t.Errorf("relay option %s: field still holds the default %v", name, o.get(def))
+			}
+		}
+	})
+	t.Run("discovery", func(t *testing.T) {
+		for name, o := range discoveryOptions() {
+			def := DefaultDiscovery()
+			methods := "\n    methods: [mdns]"
+			if name == "methods" {
+				methods = ""
+			}
+			dir := writeDir(t, map[string]string{"agent": "relay:\n  discovery:\n    " + name + ": " + sampleValue(t, o, def) + methods + "\n"})
+			a, err := LoadAgent(dir, nil)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if reflect.DeepEqual(o.get(a.Relay.Discovery), o.get(def)) {
+				t.Errorf("discovery option %s: field still holds the default %v", name, o.get(def))
 			}
 		}
 	})

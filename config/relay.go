@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 )
 
 // Relay is an agent's relay: section. An agent with one is a relay: beside
@@ -51,6 +52,67 @@ type Relay struct {
 	// chunk is asked of the master, still once for devices asking at once).
 	ChunkCacheDir   string
 	ChunkCacheBytes int
+	// Discovery is the relay: discovery: section (relay/discovery): what
+	// the relay inventories on its site network. nil: no discovery.
+	Discovery *Discovery
+}
+
+// Discovery is the relay's discovery: section: the methods it finds
+// devices with and the bounds of what that costs.
+type Discovery struct {
+	// Interval is the seconds between two active rounds (an ARP sweep,
+	// WS-Discovery, mDNS and SSDP queries); the passive listeners run
+	// all the time.
+	Interval int
+	// PacketsPerSecond bounds the probes the relay sends (an ARP
+	// sweep of a /16 is 65,536 of them).
+	PacketsPerSecond int
+	// MaxDevices bounds the inventory: a device found past it is counted
+	// and dropped.
+	MaxDevices int
+	// GoneAfter is the seconds a device may go unseen before it is
+	// forgotten (the discovery/gone event).
+	GoneAfter int
+	// The methods; nil: off.
+	ARP   *DiscoveryMethod
+	ONVIF *DiscoveryMethod
+	MDNS  *DiscoveryMethod
+	SSDP  *DiscoveryMethod
+}
+
+// Methods names the methods that are on, in their documented order.
+func (d *Discovery) Methods() []string {
+	var out []string
+	for _, m := range []struct {
+		name string
+		on   *DiscoveryMethod
+	}{{"arp", d.ARP}, {"onvif", d.ONVIF}, {"mdns", d.MDNS}, {"ssdp", d.SSDP}} {
+		if m.on != nil {
+			out = append(out, m.name)
+		}
+	}
+	return out
+}
+
+// DiscoveryMethod is one discovery method's options.
+type DiscoveryMethod struct {
+	// Interfaces are the network interfaces the method uses; none: every
+	// interface that is up, has an IPv4 address and is not loopback.
+	Interfaces []string
+	// Subnets (arp only) are the IPv4 networks swept, each at most a
+	// /16; none: the networks of the interfaces' own addresses (those
+	// larger than a /16 are skipped).
+	Subnets []netip.Prefix
+	// Passive (arp only): record the ARP traffic seen; Active: sweep.
+	Passive, Active bool
+}
+
+// MinDiscoveryPrefix is the largest subnet a sweep takes: a /16.
+const MinDiscoveryPrefix = 16
+
+// DefaultDiscovery returns the discovery: defaults (no method on).
+func DefaultDiscovery() *Discovery {
+	return &Discovery{Interval: 300, PacketsPerSecond: 200, MaxDevices: 4096, GoneAfter: 86400}
 }
 
 // MaxRelayDevices is the largest max_devices: the master's limit of

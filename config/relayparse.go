@@ -7,7 +7,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -29,6 +31,8 @@ func relayOptions() map[string]*option[Relay] {
 		optRange("batch_delay", 0, MaxRelayBatchDelay, func(r *R) *int { return &r.BatchDelay }, "milliseconds a batch waits for more after its first item"),
 		optStr("chunk_cache_dir", func(r *R) *string { return &r.ChunkCacheDir }, "directory of the cache of file chunks by hash (default cachedir/relay-chunks)"),
 		optCount("chunk_cache_bytes", func(r *R) *int { return &r.ChunkCacheBytes }, "bytes of file chunks cached on disk, least recently used dropped first; 0: off"),
+		optFunc("discovery", "discovery mapping (see below)", func(r *R, v value) error { return v.discovery(&r.Discovery) }, func(r *R) any { return r.Discovery },
+			"inventories the site network: the discovery options below").with("(off)"),
 	})
 }
 
@@ -58,9 +62,191 @@ func (v value) relay(dst **Relay) error {
 			continue
 		}
 		if err := o.set(r, value{n: val}); err != nil {
-			return &atLine{k.Line, fmt.Sprintf("%s: %v", k.Value, err)}
+			return inner(k, err)
 		}
 	}
 	*dst = r
+	return nil
+}
+
+// inner places the error of key k's value at the line it names (a line
+// inside the value), else at k's.
+func inner(k *yaml.Node, err error) *atLine {
+	var al *atLine
+	if errors.As(err, &al) {
+		return &atLine{al.line, k.Value + ": " + al.msg}
+	}
+	return &atLine{k.Line, fmt.Sprintf("%s: %v", k.Value, err)}
+}
+
+// discoveryMethods are the discovery methods, in the order they are
+// documented.
+var discoveryMethods = []string{"arp", "onvif", "mdns", "ssdp"}
+
+// discoveryOptions is the discovery: section's option table.
+func discoveryOptions() map[string]*option[Discovery] {
+	type D = Discovery
+	return table([]option[D]{
+		optRange("interval", 10, 7*86400, func(d *D) *int { return &d.Interval }, "seconds between two active rounds (ARP sweep, WS-Discovery, mDNS and SSDP queries)"),
+		optRange("packets_per_second", 1, 100000, func(d *D) *int { return &d.PacketsPerSecond }, "probes sent a second, at most (a /16 sweep is 65,536)"),
+		optRange("max_devices", 1, 1<<16, func(d *D) *int { return &d.MaxDevices }, "devices kept in the inventory; more are counted and dropped"),
+		optRange("gone_after", 60, 366*86400, func(d *D) *int { return &d.GoneAfter }, "seconds unseen before a device is forgotten (discovery/gone)"),
+		optFunc("methods", "list of methods, or mapping of method to its options", func(d *D, v value) error { return v.discoveryMethods(d) }, func(d *D) any { return d.Methods() },
+			"arp (interfaces, subnets, passive, active), onvif, mdns, ssdp (interfaces)"),
+	})
+}
+
+// DiscoveryOptions documents the relay's discovery: section's options, in
+// name order.
+func DiscoveryOptions() []OptionDoc { return docs(discoveryOptions(), DefaultDiscovery()) }
+
+// discovery parses the discovery: mapping.
+func (v value) discovery(dst **Discovery) error {
+	n := v.node()
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("expected a mapping of discovery options, got %s", describe(n))
+	}
+	d := DefaultDiscovery()
+	opts := discoveryOptions()
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := resolve(n.Content[i]), n.Content[i+1]
+		o, ok := opts[k.Value]
+		if k.Kind != yaml.ScalarNode || !ok {
+			return &atLine{k.Line, fmt.Sprintf("unknown discovery option %s (known: gone_after, interval, max_devices, methods, packets_per_second)", describe(k))}
+		}
+		if isNull(val) {
+			continue
+		}
+		if err := o.set(d, value{n: val}); err != nil {
+			return inner(k, err)
+		}
+	}
+	if d.ARP == nil && d.ONVIF == nil && d.MDNS == nil && d.SSDP == nil {
+		return &atLine{n.Line, "no method given (methods: arp, onvif, mdns, ssdp)"}
+	}
+	*dst = d
+	return nil
+}
+
+// discoveryMethods sets d's methods from a list of names or a mapping of
+// name to options (a null or empty mapping: the defaults; false: off).
+func (v value) discoveryMethods(d *Discovery) error {
+	n := v.node()
+	slot := func(k *yaml.Node) (**DiscoveryMethod, error) {
+		switch k.Value {
+		case "arp":
+			return &d.ARP, nil
+		case "onvif":
+			return &d.ONVIF, nil
+		case "mdns":
+			return &d.MDNS, nil
+		case "ssdp":
+			return &d.SSDP, nil
+		}
+		return nil, &atLine{k.Line, fmt.Sprintf("unknown discovery method %s (known: %s)", describe(k), strings.Join(discoveryMethods, ", "))}
+	}
+	switch n.Kind {
+	case yaml.SequenceNode:
+		for _, e := range n.Content {
+			e = resolve(e)
+			if e.Kind != yaml.ScalarNode {
+				return &atLine{e.Line, fmt.Sprintf("expected a method name, got %s", describe(e))}
+			}
+			p, err := slot(e)
+			if err != nil {
+				return err
+			}
+			*p = &DiscoveryMethod{Passive: true, Active: true}
+		}
+		return nil
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := resolve(n.Content[i]), resolve(n.Content[i+1])
+			p, err := slot(k)
+			if err != nil {
+				return err
+			}
+			m := &DiscoveryMethod{Passive: true, Active: true}
+			if val.Kind == yaml.ScalarNode && !isNull(val) {
+				var on bool
+				if err := (value{n: val}).bool(&on); err != nil {
+					return &atLine{val.Line, fmt.Sprintf("%s: expected a mapping of options, true or false, got %s", k.Value, describe(val))}
+				}
+				if !on {
+					*p = nil
+					continue
+				}
+			} else if !isNull(val) {
+				if err := (value{n: val}).discoveryMethod(k.Value, m); err != nil {
+					return inner(k, err)
+				}
+			}
+			*p = m
+		}
+		return nil
+	}
+	return fmt.Errorf("expected a list of methods or a mapping of method to options, got %s", describe(n))
+}
+
+// discoveryMethod parses one method's options.
+func (v value) discoveryMethod(name string, m *DiscoveryMethod) error {
+	n := v.node()
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("expected a mapping of options, got %s", describe(n))
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := resolve(n.Content[i]), n.Content[i+1]
+		var err error
+		switch {
+		case k.Value == "interfaces":
+			err = value{n: val}.strList(&m.Interfaces, true)
+		case k.Value == "subnets" && name == "arp":
+			err = value{n: val}.subnets(&m.Subnets)
+		case k.Value == "passive" && name == "arp":
+			err = value{n: val}.bool(&m.Passive)
+		case k.Value == "active" && name == "arp":
+			err = value{n: val}.bool(&m.Active)
+		default:
+			known := "interfaces"
+			if name == "arp" {
+				known = "active, interfaces, passive, subnets"
+			}
+			return &atLine{k.Line, fmt.Sprintf("unknown %s option %s (known: %s)", name, describe(k), known)}
+		}
+		if err != nil {
+			return inner(k, err)
+		}
+	}
+	return nil
+}
+
+// subnets parses a list of IPv4 networks of at most a /16 each.
+func (v value) subnets(dst *[]netip.Prefix) error {
+	n := v.node()
+	var items []*yaml.Node
+	switch n.Kind {
+	case yaml.ScalarNode:
+		items = []*yaml.Node{n}
+	case yaml.SequenceNode:
+		items = n.Content
+	default:
+		return fmt.Errorf("expected an IPv4 network or a list of them, got %s", describe(n))
+	}
+	var out []netip.Prefix
+	for _, e := range items {
+		e = resolve(e)
+		if e.Kind != yaml.ScalarNode {
+			return &atLine{e.Line, fmt.Sprintf("expected an IPv4 network (10.0.0.0/22), got %s", describe(e))}
+		}
+		p, err := netip.ParsePrefix(e.Value)
+		if err != nil || !p.Addr().Is4() {
+			return &atLine{e.Line, fmt.Sprintf("expected an IPv4 network (10.0.0.0/22), got %q", e.Value)}
+		}
+		if p.Bits() < MinDiscoveryPrefix {
+			return &atLine{e.Line, fmt.Sprintf("%s is larger than a /%d (%d addresses): sweep smaller subnets", e.Value, MinDiscoveryPrefix, 1<<(32-p.Bits()))}
+		}
+		out = append(out, p.Masked())
+	}
+	*dst = out
 	return nil
 }

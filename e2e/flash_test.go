@@ -309,6 +309,9 @@ func TestFlashSSH(t *testing.T) {
 		if _, err := readFile(filepath.Join(d.dir, "etc", "halite", "pki", "agent", "minion.pem")); err != nil {
 			t.Errorf("%s: no key on the device: %v", id, err)
 		}
+		if l, err := os.Readlink(filepath.Join(d.dir, "usr", "bin", "halite-call")); err != nil || l != "halite-agent" {
+			t.Errorf("%s: halite-call on the device: readlink %q, %v; want a symlink to halite-agent", id, l, err)
+		}
 		if _, err := readFile(filepath.Join(d.dir, "usr", "bin", ".halite-flash", "install.sh")); err == nil {
 			t.Errorf("%s: staging directory left behind", id)
 		}
@@ -558,6 +561,15 @@ func TestBundlePreseedBusyBox(t *testing.T) {
 	}
 	if l, err := os.Readlink(filepath.Join(root, "etc", "init.d", "S95halite-agent")); err != nil || l != "halite-agent" {
 		t.Errorf("boot link: %q %v", l, err)
+	}
+	// One binary: halite-call is BusyBox ln -sf's link to the agent, and
+	// runs the caller from it.
+	if l, err := os.Readlink(filepath.Join(root, "usr", "bin", "halite-call")); err != nil || l != "halite-agent" {
+		t.Errorf("halite-call: readlink %q, %v; want a symlink to halite-agent", l, err)
+	}
+	if out, err := exec.Command(filepath.Join(root, "usr", "bin", "halite-call"), "-c", filepath.Join(root, "etc", "halite"),
+		"--local", "test.ping", "--out", "json").CombinedOutput(); err != nil || !strings.Contains(string(out), `"local": true`) {
+		t.Errorf("the installed halite-call --local test.ping: %v\n%s", err, out)
 	}
 	c.waitUp("cam-001")
 	keys := c.keyLists()

@@ -124,6 +124,10 @@ var elfMachines = map[string]struct {
 	"mipsle": {elf.EM_MIPS, elf.ELFCLASS32, "LittleEndian"},
 }
 
+// CheckELF checks that path is a Linux ELF executable for arch's machine,
+// class and byte order.
+func CheckELF(path string, arch Arch) error { return checkELF(path, arch) }
+
 // checkELF checks that path is a Linux executable for arch.
 func checkELF(path string, arch Arch) error {
 	f, err := elf.Open(path)

@@ -17,7 +17,23 @@ import (
 )
 
 //go:embed service/halite-agent.service service/halite-agent.init files/halite-agent.procd files/install.sh
+//go:embed service/halite-master.service service/halite-relay.service service/halite.logrotate
 var embedded embed.FS
+
+// ServiceFile returns one of firmware/service's files (halite-agent.service,
+// halite-master.service, halite-relay.service, halite-agent.init,
+// halite.logrotate) or files/halite-agent.procd, by base name, for the
+// packages firmware/pkg makes.
+func ServiceFile(name string) ([]byte, error) {
+	if name == "halite-agent.procd" {
+		return embedded.ReadFile("files/" + name)
+	}
+	b, err := embedded.ReadFile("service/" + name)
+	if err != nil {
+		return nil, fmt.Errorf("service file %q: %w", name, err)
+	}
+	return b, nil
+}
 
 // InstallScript is install.sh: the POSIX installer that a bundle carries
 // and that halite-flash ssh runs on each device.

@@ -8,7 +8,8 @@
 // devices' keys with the master without a pending step (Master.Enrol:
 // through the running master's wheel, or into its key store when it is
 // stopped, as Salt's preseeded keys). Package firmware/flash flashes devices
-// over SSH with it; cmd/halite-flash is the command.
+// over SSH with it; firmware/pkg makes .deb and .ipk packages with the
+// same service files (ServiceFile); cmd/halite-flash is the command.
 //
 // It is an operator-side package: it imports master/keys and master/api,
 // and nothing of it is linked into the agent.

@@ -32,6 +32,7 @@ func TestInstallScriptInitSystems(t *testing.T) {
 		mkdirs     []string
 		file       string // the init script installed, under the root
 		want       []string
+		oldCall    bool // a halite-call binary of a two-file install is there
 	}{
 		{name: "systemd", init: "systemd", mkdirs: []string{"run/systemd/system"}, file: "etc/systemd/system/halite-agent.service",
 			want: []string{"ExecStart=ROOT/opt/halite/halite-agent -c ROOT/etc/halite\n"}},
@@ -39,7 +40,7 @@ func TestInstallScriptInitSystems(t *testing.T) {
 			want: []string{"USE_PROCD=1", "PROG=ROOT/opt/halite/halite-agent\n", "CONFIG_DIR=ROOT/etc/halite\n"}},
 		{name: "sysv", init: "sysv", mkdirs: []string{"etc/init.d"}, file: "etc/init.d/halite-agent",
 			want: []string{"DAEMON=${DAEMON:-ROOT/opt/halite/halite-agent}", "PIDFILE=${PIDFILE:-ROOT/var/run/halite-agent.pid}", "[ -r ROOT/etc/default/halite-agent ]"}},
-		{name: "bare", init: "none"},
+		{name: "bare", init: "none", oldCall: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,6 +53,10 @@ func TestInstallScriptInitSystems(t *testing.T) {
 			for _, d := range tt.mkdirs {
 				os.MkdirAll(filepath.Join(root, d), 0o755)
 			}
+			if tt.oldCall {
+				os.MkdirAll(filepath.Join(root, "opt", "halite"), 0o755)
+				os.WriteFile(filepath.Join(root, "opt", "halite", "halite-call"), agent, 0o755)
+			}
 			if tt.init == "procd" {
 				os.WriteFile(filepath.Join(root, "etc", "rc.common"), []byte("#!/bin/sh\n"), 0o755)
 			}
@@ -62,6 +67,12 @@ func TestInstallScriptInitSystems(t *testing.T) {
 			}
 			if fi, err := os.Stat(filepath.Join(root, "opt", "halite", "halite-agent")); err != nil || fi.Mode().Perm() != 0o755 {
 				t.Errorf("agent binary: %v %v", fi, err)
+			}
+			// One binary on the device: halite-call is a symlink to the
+			// agent beside it (halite-agent is multi-call), replacing
+			// the file a two-binary install had.
+			if l, err := os.Readlink(filepath.Join(root, "opt", "halite", "halite-call")); err != nil || l != "halite-agent" {
+				t.Errorf("halite-call: readlink %q, %v; want a symlink to halite-agent", l, err)
 			}
 			conf, _ := os.ReadFile(filepath.Join(root, "etc", "halite", "agent"))
 			if !strings.Contains(string(conf), "master_finger: \"ff\"") || !strings.Contains(string(conf), "id: cam-1\n") {

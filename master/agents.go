@@ -69,6 +69,7 @@ func (m *Master) acceptAgents(ctx context.Context, ln *quic.Listener) error {
 type session struct {
 	id     string
 	pub    ed25519.PublicKey
+	caps   uint32   // the agent's own capability version (its Hello's)
 	mac    []byte   // the session's MAC key, if the agent agreed one
 	rets   []string // the agent's return: option, returners that exist
 	conn   *quic.Conn
@@ -267,7 +268,7 @@ func (m *Master) serveAgent(ctx context.Context, conn *quic.Conn) {
 		return
 	}
 	s := &session{
-		id: hello.ID, pub: pub, conn: conn, stream: stream, f: f,
+		id: hello.ID, pub: pub, caps: hello.Caps, conn: conn, stream: stream, f: f,
 		out: make(chan []byte, sendQueue), done: make(chan struct{}),
 		log: log, since: time.Now(),
 	}
@@ -599,6 +600,8 @@ func (m *Master) handle(ctx context.Context, s *session, msg protocol.Message) e
 		m.answerStateGet(s, msg) // statecall.go
 	case *protocol.BlobGet:
 		m.answerBlobGet(s, msg) // blobserve.go
+	case *protocol.PillarGet:
+		m.answerPillarGet(s, msg) // pillarcall.go
 	case *protocol.Ping:
 		if b, err := protocol.Encode(&protocol.Pong{Seq: msg.Seq}); err == nil {
 			s.send(b)
@@ -712,6 +715,7 @@ func (m *Master) agentEvent(s *session, b *protocol.EventBody) {
 		return
 	}
 	m.relayHeartbeat(s.id, b.Tag, b.Data)
+	m.discoveryEvent(s.id, b.Tag, b.Data)
 	data := b.Data
 	if data == nil {
 		data = map[string]any{}

@@ -157,6 +157,7 @@ func startMaster(t *testing.T, setup func(*config.Master), beforeRun func(*Maste
 type testAgent struct {
 	*agent.Agent
 	id   string
+	pki  string       // its pki_dir: its identity
 	stop func() error // cancels Run and returns its error
 }
 
@@ -182,7 +183,7 @@ func (tm *testMaster) startAgent(t *testing.T, id string, grains map[string]any)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	ta := &testAgent{Agent: a, id: id}
+	ta := &testAgent{Agent: a, id: id, pki: cfg.PkiDir}
 	var once sync.Once
 	var runErr error
 	ta.stop = func() error {

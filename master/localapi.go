@@ -13,6 +13,7 @@ import (
 
 	"github.com/halite-fleet/halite/event"
 	"github.com/halite-fleet/halite/master/api"
+	"github.com/halite-fleet/halite/master/orch"
 	"github.com/halite-fleet/halite/protocol"
 )
 
@@ -235,6 +236,13 @@ func callRetEvent(kind, fun, jid, user string, arg []any, kwarg map[string]any, 
 		d["return"] = err.Error()
 	} else {
 		d["return"] = res
+		// RunnerClient.low (salt/client/mixins.py): a return with "data"
+		// (orchestrate's) succeeded when check_result says so.
+		if r, ok := res.(map[string]any); ok {
+			if data, ok := r["data"]; ok {
+				d["success"] = orch.CheckResult(data)
+			}
+		}
 	}
 	return d
 }

@@ -71,6 +71,9 @@ type Master struct {
 	// pillar compiles and keeps each device's pillar (pillar.go, package
 	// master/pillar): pillar targets, the state compiler, the runners.
 	pillar *pillar.Compiler
+	// The relays' site inventories (discovery.go); see discovery().
+	disc     *discoveryStore
+	discOnce sync.Once
 
 	// The publisher's state compile (states.go): files serves
 	// file_roots' salt:// files, one server for the whole master.
@@ -78,6 +81,10 @@ type Master struct {
 	// blobs: the chunks the master serves by hash (blobserve.go).
 	blobs     *blobs.Index
 	blobSlots chan struct{}
+	// pillarFor compiles a device's pillar (package pillar); nil: every
+	// device's pillar is empty. The state compile (pillarOf) and the
+	// agents' PillarGet (pillarcall.go) read it.
+	pillarFor func(ctx context.Context, id string) (map[string]any, error)
 	mineOnce  sync.Once
 	functions seenFunctions // function names seen, for completion (functions.go)
 
@@ -185,6 +192,7 @@ func (m *Master) newParts() error {
 		return err
 	}
 	m.pillar = newPillar(cfg, m.minions, log.Named("pillar"))
+	m.pillarFor = m.pillar.For
 
 	// Returners.
 	if m.returners, err = retroute.New(retroute.Options{
@@ -254,6 +262,7 @@ func (m *Master) Run(ctx context.Context) error {
 	g.Go(func() error { return m.sched.Run(gctx) })       // schedule:
 	g.Go(func() error { return m.serveMetrics(gctx) })    // metrics_port
 	g.Go(func() error { return m.serveAPI(gctx, apiLn) }) // the CLIs' socket
+	g.Go(func() error { return m.discoveryLoop(gctx) })   // the relays' site inventories
 	// Stopping: the listeners close, then every connection; Wait waits
 	// for the parts, connWG for the connections' goroutines.
 	g.Go(func() error {

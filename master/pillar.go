@@ -26,12 +26,23 @@ func newPillar(cfg *config.Master, reg *registry, log *zap.Logger) *pillar.Compi
 	})
 }
 
-// pillarOf is device id's pillar as the master keeps it (compiled on
-// first need): the state compiler's (statecomp Options.Pillar).
+// pillarOf is device id's pillar for the state compiler (statecomp
+// Options.Pillar): pillarFor's, compiled on first need (empty when
+// pillarFor is nil). A failed compile gives Salt's shape of one, the
+// messages under "_errors".
 func (m *Master) pillarOf(id string) map[string]any {
-	p, err := m.pillar.For(context.Background(), id)
-	if err != nil || p == nil {
+	if m.pillarFor == nil {
 		return map[string]any{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pillarTimeout)
+	defer cancel()
+	p, err := m.pillarFor(ctx, id)
+	if err != nil {
+		m.log.Error("pillar", zap.String("id", id), zap.Error(err))
+		return map[string]any{"_errors": []any{err.Error()}}
+	}
+	if p == nil {
+		p = map[string]any{}
 	}
 	return p
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/internal/batch"
 	"github.com/halite-fleet/halite/master/api"
 	"github.com/halite-fleet/halite/reactor"
 	"github.com/halite-fleet/halite/render"
@@ -231,71 +231,38 @@ func (m *Master) reactLocal(ctx context.Context, r *reactor.Reaction) (string, e
 }
 
 // reactBatch runs a local reaction on its targets a batch at a time
-// (batch: N or N%), waiting for each batch's returns (or its timeout)
-// before the next, as salt --batch does.
+// (batch: N or N%), rolling as salt --batch does (package batch, which
+// the CLI and orchestrate share): at most N minions run the job at once,
+// and each return frees a slot. It returns the first batch's job id.
 func (m *Master) reactBatch(ctx context.Context, r *reactor.Reaction, req *api.Request) (string, error) {
+	if err := batch.Check(strings.TrimSpace(r.Batch)); err != nil {
+		return "", err
+	}
 	minions, err := m.expected(req.Tgt, req.TgtType, req.Delimiter)
 	if err != nil {
 		return "", err
 	}
-	size, err := batchSize(r.Batch, len(minions))
-	if err != nil {
-		return "", err
-	}
-	timeout := time.Duration(r.Timeout * float64(time.Second))
-	if timeout <= 0 {
-		timeout = time.Duration(m.cfg.Timeout) * time.Second
+	var connected []string
+	for _, id := range minions {
+		if m.minions.session(id) != nil {
+			connected = append(connected, id)
+		}
 	}
 	var firstJID string
-	for start := 0; start < len(minions); start += size {
-		end := min(start+size, len(minions))
+	start := func(ctx context.Context, ids []string, ret func(string, map[string]any)) error {
 		b := *req
-		b.Tgt, b.TgtType = strings.Join(minions[start:end], ","), "list"
-		jid := m.jids.Next()
-		r.Claim(jid)
+		b.Tgt, b.TgtType, b.Delimiter, b.Async = strings.Join(ids, ","), "list", "", false
+		jid, _, err := orchHost{m}.cmdJID(ctx, &b, r.Claim, func(d map[string]any) {
+			id, _ := d["id"].(string)
+			ret(id, d)
+		})
 		if firstJID == "" {
 			firstJID = jid
 		}
-		sub := m.bus.Subscribe("salt/job/"+jid+"/ret/*", end-start+16)
-		p, err := m.publish(jid, &b)
-		if err != nil {
-			sub.Close()
-			return firstJID, err
-		}
-		waiting := len(p.minions) - len(p.notConnected)
-		timer := time.NewTimer(timeout)
-		for waiting > 0 {
-			select {
-			case <-sub.C():
-				waiting--
-			case <-timer.C:
-				waiting = 0
-			case <-ctx.Done():
-				timer.Stop()
-				sub.Close()
-				return firstJID, ctx.Err()
-			}
-		}
-		timer.Stop()
-		sub.Close()
+		return err
 	}
-	return firstJID, nil
-}
-
-func batchSize(spec string, n int) (int, error) {
-	s := strings.TrimSpace(spec)
-	if p, ok := strings.CutSuffix(s, "%"); ok {
-		f, err := strconv.ParseFloat(p, 64)
-		if err != nil || f <= 0 {
-			return 0, fmt.Errorf("batch %q: want a count or a percentage", spec)
-		}
-		return max(1, int(float64(n)*f/100)), nil
-	}
-	k, err := strconv.Atoi(s)
-	if err != nil || k <= 0 {
-		return 0, fmt.Errorf("batch %q: want a count or a percentage", spec)
-	}
-	return k, nil
+	_, err = batch.Run(ctx, connected, batch.Options{Size: strings.TrimSpace(r.Batch)}, start, batch.Hooks{})
+	return firstJID, err
 }
 
 // reactCall runs a runner or wheel function for the reactor, firing

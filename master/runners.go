@@ -26,11 +26,13 @@ func (m *Master) runners() map[string]callFunc {
 	r := map[string]callFunc{}
 	for _, t := range []map[string]callFunc{
 		coreRunners(m),
-		mineRunners(m),     // mine.go
-		pillarRunners(m),   // pillar.go
-		reactorRunners(m),  // reactor.go
-		returnerRunners(m), // returners.go
-		firmwareRunners(m), // firmware.go
+		mineRunners(m),        // mine.go
+		pillarRunners(m),      // pillar.go
+		reactorRunners(m),     // reactor.go
+		returnerRunners(m),    // returners.go
+		orchestrateRunners(m), // orchestrate.go
+		discoveryRunners(m),   // discovery.go
+		firmwareRunners(m),    // firmware.go
 	} {
 		maps.Copy(r, t)
 	}

@@ -29,6 +29,16 @@ that environment only.
 minion, the first connected one.
 
     halite-run pillar.show_top web1`,
+	"discovery.list": `List the devices the relays found on their sites (a relay's
+discovery: section), by relay: MAC, addresses, vendor, the ONVIF, mDNS and
+SSDP facts, first and last seen, and managed (a Halite agent with an
+accepted key answers from it). relay=GLOB keeps those relays;
+unmanaged=True the devices no agent answers from; vendor=, mac=, ip=,
+model=, manufacturer=, hardware=, name= keep the devices whose field
+matches the glob.
+
+    halite-run discovery.list relay=site-* unmanaged=True --out json
+    halite-run discovery.list model='DS-2CD*'`,
 	"jobs.list_jobs": `List the jobs of the job cache, by job id.
 search_function=GLOB and search_target=GLOB keep the jobs whose function
 or target match.
@@ -145,4 +155,19 @@ failures, retrying and the last error.
 	"returners.dead_letters": `List a returner's dead letters.
 
     halite-run returners.dead_letters redis`,
+	"state.orchestrate": `Run an orchestration from the master: the SLS (from file_roots, saltenv,
+default base) is rendered and compiled as the states of the master minion,
+then run on the master in order, with requisites and failhard. Its steps
+are salt.state (tgt, tgt_type, sls or highstate, batch, batch_wait,
+batch_max_fail, failhard, fail_minions, allow_fail, subset, test, pillar,
+expect_minions, timeout), salt.function (tgt, name, arg, kwarg, batch, ...),
+salt.runner, salt.wheel, salt.wait_for_event and test.*. test=True asks
+every step what it would do; pillar={...} is merged into the pillar the SLS
+renders with. The result prints with the highstate outputter; the exit
+status is 1 when a step failed.
+
+    halite-run state.orchestrate orch.deploy
+    halite-run state.orchestrate orch.deploy saltenv=prod test=True pillar='{"version": "1.2"}'`,
+	"state.orch": `Same as state.orchestrate.`,
+	"state.sls":  `Same as state.orchestrate.`,
 }

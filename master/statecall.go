@@ -1,6 +1,7 @@
 package master
 
 import (
+	"crypto/ed25519"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -58,7 +59,7 @@ func (m *Master) answerStateGet(s *session, g *protocol.StateGet) {
 			return
 		}
 		defer func() { <-stateCallSlots }()
-		job, err := m.compileFor(s.id, g)
+		job, err := m.compileFor(s, g)
 		reply := &protocol.StateJob{Req: g.Req}
 		if err != nil {
 			reply.Err = err.Error()
@@ -78,9 +79,11 @@ func (m *Master) sendStateJob(s *session, j *protocol.StateJob) {
 	s.send(b)
 }
 
-// compileFor compiles g's state function for device id and signs it into
-// a job for id alone, whose load it stores.
-func (m *Master) compileFor(id string, g *protocol.StateGet) (*protocol.Job, error) {
+// compileFor compiles g's state function for s's device and signs it into
+// a job for it alone, sealed to it (or refused, or in the clear, as
+// compileStates decides for a published job), whose load it stores.
+func (m *Master) compileFor(s *session, g *protocol.StateGet) (*protocol.Job, error) {
+	id := s.id
 	if !statecomp.Compiles(g.Fun) {
 		return nil, fmt.Errorf("%s is not a state function the master compiles", g.Fun)
 	}
@@ -117,7 +120,19 @@ func (m *Master) compileFor(id string, g *protocol.StateGet) (*protocol.Job, err
 	signed["__nonce__"] = hex.EncodeToString(g.Nonce)
 	jb := &protocol.JobBody{JID: jid, Tgt: id, TgtType: "glob", Fun: g.Fun, Arg: g.Arg, Kwarg: signed,
 		User: stateCallUser, Master: m.name, Issued: start.Unix()}
-	sg, err := m.signState(jb, results[0].State, []string{id}, true)
+	st := results[0].State
+	var to map[string]ed25519.PublicKey
+	switch {
+	case s.caps >= protocol.CapSealedState:
+		pub, err := m.sealKey(s)
+		if err != nil {
+			return nil, err
+		}
+		to = map[string]ed25519.PublicKey{id: pub}
+	case len(sreq.Pillar) > 0 || len(m.pillarOf(id)) > 0:
+		st = refusedState(g.Fun)
+	}
+	sg, err := m.signState(jb, st, []string{id}, true, to)
 	if err != nil {
 		return nil, err
 	}

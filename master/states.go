@@ -1,6 +1,7 @@
 package master
 
 import (
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -30,16 +31,12 @@ type masterCompiler struct {
 	c   *statecomp.Compiler
 }
 
-// pillarFor is the pillar of device id, as the master keeps it
-// (pillar.go).
-func (m *Master) pillarFor(id string) map[string]any { return m.pillarOf(id) }
-
 func (m *Master) stateCompiler() *statecomp.Compiler {
 	if v, ok := compilers.Load(m); ok && v.(*masterCompiler).cfg == m.cfg {
 		return v.(*masterCompiler).c
 	}
 	mc := &masterCompiler{cfg: m.cfg, c: statecomp.New(statecomp.Options{
-		Files: m.files, Top: m.cfg.StateTop, Pillar: m.pillarFor, Opts: m.cfg.Raw, Nodegroups: m.cfg.Nodegroups,
+		Files: m.files, Top: m.cfg.StateTop, Pillar: m.pillarOf, Opts: m.cfg.Raw, Nodegroups: m.cfg.Nodegroups,
 	})}
 	compilers.Store(m, mc)
 	return mc.c
@@ -63,6 +60,14 @@ type stateGroup struct {
 // targets and signs one job per variant, each with its compiled state in
 // Kwarg["__state__"] (and "__for__", the ids it is for, when the job has
 // more than one variant). nil for functions that compile nothing.
+//
+// Compiled states hold values rendered from pillar, so they go sealed
+// (protocol.SealKwargs: the states encrypted once per variant job, its
+// key sealed to each device's accepted key) to every device whose agent
+// opens sealed jobs (capability 13). An older agent gets the states in
+// the clear only when no pillar went into its compile (its pillar and the
+// job's pillar= are empty); otherwise it gets a compile error saying to
+// upgrade it: pillar never crosses a relay in the clear.
 func (m *Master) compileStates(req *api.Request, jb *protocol.JobBody, minions []string) (*stateJobs, error) {
 	if len(req.Funs) > 0 || !statecomp.Compiles(req.Fun) {
 		return nil, nil
@@ -76,29 +81,49 @@ func (m *Master) compileStates(req *api.Request, jb *protocol.JobBody, minions [
 		devs[i] = statecomp.Device{ID: id, Grains: m.minions.grainsOf(id)}
 	}
 	results, stats := m.stateCompiler().Compile(sreq, devs)
-	byVariant := map[[32]byte][]int{}
-	var order [][32]byte
-	for i, r := range results {
-		if _, ok := byVariant[r.Sum]; !ok {
-			order = append(order, r.Sum)
-		}
-		byVariant[r.Sum] = append(byVariant[r.Sum], i)
+	type groupKey struct {
+		sum   [32]byte
+		class sealClass
 	}
+	byGroup := map[groupKey][]int{}
+	var order []groupKey
 	sj := &stateJobs{stats: stats}
+	keys := make(map[string]ed25519.PublicKey, len(minions))
+	for i, r := range results {
+		class, pub := m.sealClassOf(minions[i], len(sreq.Pillar) > 0)
+		if pub != nil {
+			keys[minions[i]] = pub
+		}
+		k := groupKey{r.Sum, class}
+		if _, ok := byGroup[k]; !ok {
+			order = append(order, k)
+		}
+		byGroup[k] = append(byGroup[k], i)
+	}
 	many := len(order) > 1
-	for _, sum := range order {
-		idx := byVariant[sum]
+	for _, k := range order {
+		idx := byGroup[k]
 		st := results[idx[0]].State
+		if k.class == sealRefused {
+			st = refusedState(jb.Fun)
+		}
 		for start := 0; start < len(idx); start += maxForIDs {
 			part := idx[start:min(start+maxForIDs, len(idx))]
 			if !many {
 				part = idx
 			}
 			ids := make([]string, len(part))
+			var to map[string]ed25519.PublicKey
+			if k.class == sealSealed {
+				to = make(map[string]ed25519.PublicKey, len(part))
+			}
 			for i, x := range part {
 				ids[i] = minions[x]
+				if to != nil {
+					to[ids[i]] = keys[ids[i]]
+				}
 			}
-			g, err := m.signState(jb, st, ids, many)
+			g, err := m.signState(jb, st, ids, many, to)
 			if err != nil {
 				return nil, err
 			}
@@ -111,14 +136,67 @@ func (m *Master) compileStates(req *api.Request, jb *protocol.JobBody, minions [
 	return sj, nil
 }
 
-// signState signs jb with st as __state__ for ids.
-func (m *Master) signState(jb *protocol.JobBody, st map[string]any, ids []string, many bool) (stateGroup, error) {
+// sealClass is how a device gets its compiled states.
+type sealClass uint8
+
+const (
+	sealSealed  sealClass = iota // sealed to its key (capability 13)
+	sealPlain                    // in the clear: an older agent, and no pillar in its compile
+	sealRefused                  // an older agent whose compile had pillar: an error instead
+)
+
+// sealClassOf says how device id gets its states, and the key to seal
+// them to. cliPillar: the job has a pillar= of its own. A device not
+// connected gets nothing (sendStates), but is classed as an older agent:
+// should it connect meanwhile, what it gets holds no pillar.
+func (m *Master) sealClassOf(id string, cliPillar bool) (sealClass, ed25519.PublicKey) {
+	if s := m.minions.session(id); s != nil && s.caps >= protocol.CapSealedState {
+		if pub, err := m.sealKey(s); err == nil {
+			return sealSealed, pub
+		}
+	}
+	if cliPillar || len(m.pillarOf(id)) > 0 {
+		return sealRefused, nil
+	}
+	return sealPlain, nil
+}
+
+// refusedState is the __state__ of a state job refused to an agent too
+// old to open sealed jobs.
+func refusedState(fun string) map[string]any {
+	return map[string]any{"low": []any{}, "errors": []any{fmt.Sprintf(
+		"%s refused: the states compiled for this device hold pillar data, which the master sends only sealed, "+
+			"and this agent is too old to open sealed state jobs (capability %d wanted): upgrade halite-agent",
+		fun, protocol.CapSealedState)}}
+}
+
+// signState signs jb with st as __state__ for ids: sealed to each of to
+// when to is not nil (SealKwargs: __sealed__ and __keys__ instead of
+// __state__). A state job never carries the job's pillar= in the clear:
+// the master compiled with it, the device has no use for it.
+func (m *Master) signState(jb *protocol.JobBody, st map[string]any, ids []string, many bool, to map[string]ed25519.PublicKey) (stateGroup, error) {
 	b := *jb
 	b.Kwarg = make(map[string]any, len(jb.Kwarg)+2)
 	for k, v := range jb.Kwarg {
-		b.Kwarg[k] = v
+		if k != "pillar" {
+			b.Kwarg[k] = v
+		}
 	}
-	b.Kwarg["__state__"] = st
+	setState := func(st map[string]any) error {
+		if to == nil {
+			b.Kwarg["__state__"] = st
+			return nil
+		}
+		sealed, keys, err := protocol.SealKwargs(b.JID, map[string]any{"__state__": st}, to)
+		if err != nil {
+			return err
+		}
+		b.Kwarg[protocol.KwargSealed], b.Kwarg[protocol.KwargKeys] = sealed, keys
+		return nil
+	}
+	if err := setState(st); err != nil {
+		return stateGroup{}, err
+	}
 	if many {
 		b.Kwarg["__for__"] = toAnyList(ids)
 	}
@@ -132,7 +210,9 @@ func (m *Master) signState(jb *protocol.JobBody, st map[string]any, ids []string
 	}
 	if err != nil {
 		// The devices get the reason, as a compile error.
-		b.Kwarg["__state__"] = map[string]any{"low": []any{}, "errors": []any{"state job refused: " + err.Error()}}
+		if err := setState(map[string]any{"low": []any{}, "errors": []any{"state job refused: " + err.Error()}}); err != nil {
+			return stateGroup{}, err
+		}
 		if job, err = protocol.SignJob(m.id.Priv, &b); err != nil {
 			return stateGroup{}, fmt.Errorf("sign job: %w", err)
 		}

@@ -52,6 +52,9 @@ func seedMessages(tb testing.TB) []Message {
 		&BlobGet{Req: 11, Hash: bytes.Repeat([]byte{0xab}, BlobHashSize)},
 		&BlobData{Req: 11, Data: []byte("a chunk of a file")},
 		&BlobData{Req: 12, Err: "unknown chunk"},
+		&PillarGet{Req: 11, Nonce: make([]byte, MinPillarNonce)},
+		&PillarData{Req: 11, Sealed: make([]byte, SealOverhead+8)},
+		&PillarData{Req: 12, Err: "pillar of web1 failed"},
 	}
 }
 

@@ -44,7 +44,12 @@ const (
 	// TypeBlobData answers a BlobGet with the chunk (see BlobData).
 	TypeBlobData Type = 17
 	// 18 (FileQuery) and 19 (FileAnswer) are reserved for the file
-	// server's listings; 20 may carry sealed state jobs. Not yet defined.
+	// server's listings. Not yet defined.
+	// TypePillarGet asks the master for the asking device's pillar, agent
+	// to master (see PillarGet).
+	TypePillarGet Type = 20
+	// TypePillarData answers a PillarGet, master to agent (see PillarData).
+	TypePillarData Type = 21
 )
 
 var typeNames = [...]string{
@@ -54,6 +59,7 @@ var typeNames = [...]string{
 	TypeBatch: "batch", TypeMineGet: "mine_get", TypeMineData: "mine_data",
 	TypeStateGet: "state_get", TypeStateJob: "state_job",
 	TypeBlobGet: "blob_get", TypeBlobData: "blob_data",
+	TypePillarGet: "pillar_get", TypePillarData: "pillar_data",
 }
 
 func (t Type) String() string {
@@ -120,6 +126,10 @@ func Decode(frame []byte) (Message, error) {
 		m = new(BlobGet)
 	case TypeBlobData:
 		m = new(BlobData)
+	case TypePillarGet:
+		m = new(PillarGet)
+	case TypePillarData:
+		m = new(PillarData)
 	default:
 		return nil, Errorf(KindUnknownType, "message type %d", frame[0])
 	}

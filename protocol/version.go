@@ -41,7 +41,17 @@ const ALPN = "halite/1"
 //	11: 2026-11-26: BlobGet and BlobData: content-addressed chunks of the
 //	   files a job names by Manifest (salt:// files, agent builds); a
 //	   relay answers them from its chunk cache or asks the master once.
-const CapabilityVersion = 11
+//	12: 2026-11-26: PillarGet and PillarData (types 20 and 21): an agent
+//	   asks for its own pillar; the master answers with it sealed to the
+//	   device's identity key (SealTo, purpose "pillar", the request's
+//	   nonce as additional data); relays forward both unchanged.
+//	13: 2026-11-26: sealed state jobs: a state job (published, or a
+//	   StateJob) for an agent of capability 13 carries its compiled
+//	   states in Kwarg "__sealed__", its content key sealed to each
+//	   device it is for in "__keys__" (SealKwargs), not "__state__"; the
+//	   CLI's pillar= is no longer in a state job's Kwarg. An older agent
+//	   gets a state job only when no pillar went into its compile.
+const CapabilityVersion = 13
 
 // CapAck is the first CapabilityVersion whose masters send Ack: an agent
 // talking to an older master drops an item from its outbox once written.
@@ -70,3 +80,11 @@ const CapStateCall = 10
 // CapBlob is the first CapabilityVersion whose masters answer BlobGet and
 // whose relays answer or forward it.
 const CapBlob = 11
+
+// CapPillar is the first CapabilityVersion whose masters answer PillarGet
+// and whose relays forward it.
+const CapPillar = 12
+
+// CapSealedState is the first CapabilityVersion whose agents open sealed
+// state jobs.
+const CapSealedState = 13

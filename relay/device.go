@@ -188,7 +188,7 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 		conn.CloseWithError(quic.ApplicationErrorCode(protocol.KindUnexpected), "no stream")
 		return
 	}
-	f := protocol.NewFramer(stream, protocol.DefaultMaxFrame)
+	f := protocol.NewFramer(r.tap(stream), protocol.DefaultMaxFrame)
 	refuse := func(k protocol.Kind, text string) {
 		log.Warn("refusing device", zap.Stringer("kind", k), zap.String("reason", text))
 		if b, err := protocol.Encode(&protocol.Error{Kind: k, Msg: text}); err == nil {
@@ -449,7 +449,7 @@ func (r *Relay) readDevice(d *device, f *protocol.Framer) {
 			if up != nil {
 				up.send(protocol.AppendFrame(nil, b))
 			}
-		case *protocol.MineGet, *protocol.StateGet:
+		case *protocol.MineGet, *protocol.StateGet, *protocol.PillarGet:
 			// Requests the master answers for the device's own session
 			// (it knows the asker from the stream): they go up as they
 			// are, and the answer comes down (link.go). Without an
@@ -566,6 +566,8 @@ func (r *Relay) noUpstream(d *device, msg protocol.Message) {
 		ans = &protocol.MineData{Req: m.Req, Err: why}
 	case *protocol.StateGet:
 		ans = &protocol.StateJob{Req: m.Req, Err: why}
+	case *protocol.PillarGet:
+		ans = &protocol.PillarData{Req: m.Req, Err: why}
 	default:
 		return
 	}

@@ -94,7 +94,7 @@ func (r *Relay) runLink(ctx context.Context, addr string) error {
 	if err != nil {
 		return fmt.Errorf("open link stream: %w", err)
 	}
-	f := protocol.NewFramer(stream, protocol.DefaultMaxFrame)
+	f := protocol.NewFramer(r.tap(stream), protocol.DefaultMaxFrame)
 	kx, err := protocol.NewKX()
 	if err != nil {
 		return err
@@ -279,7 +279,7 @@ func (r *Relay) openUp(ctx context.Context, l *link, d *device) (*quic.Stream, *
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open device stream: %w", err)
 	}
-	f := protocol.NewFramer(s, protocol.DefaultMaxFrame)
+	f := protocol.NewFramer(r.tap(s), protocol.DefaultMaxFrame)
 	hb, late, err := d.upHello()
 	if err == nil {
 		s.SetWriteDeadline(time.Now().Add(handshakeTimeout))
@@ -470,7 +470,7 @@ func (r *Relay) readUp(ctx context.Context, l *link, d *device, up *sender, s *q
 			d.noteAck(msg.Seq, time.Now())
 		case *protocol.BlobData:
 			r.blobAnswer(msg) // the relay's own fetch (chunks.go)
-		case *protocol.MineData, *protocol.StateJob:
+		case *protocol.MineData, *protocol.StateJob, *protocol.PillarData:
 			// Answers to the device's own requests; a StateJob's job is
 			// signed by the master, and the device checks it.
 			d.down.send(protocol.AppendFrame(nil, b))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/protocol"
+	"github.com/halite-fleet/halite/relay/discovery"
 )
 
 // Options are what a relay needs from the agent it runs in.
@@ -54,8 +56,9 @@ type Relay struct {
 	// backoff after one).
 	linkUps atomic.Int64
 	store   *store
-	chunks  *chunks // file chunks by hash (chunks.go)
-	admit   *bucket // device sessions opened upstream, per second
+	chunks  *chunks               // file chunks by hash (chunks.go)
+	disc    *discovery.Discoverer // nil: no discovery: section
+	admit   *bucket               // device sessions opened upstream, per second
 	// handshakes bounds the devices' QUIC handshakes a second: past it a
 	// device is refused at once (CONNECTION_REFUSED, before any crypto)
 	// and retries after a short random pause, so a reconnect storm costs
@@ -74,6 +77,9 @@ type Relay struct {
 	// tamper, set only by tests, alters frames the relay forwards (jobs
 	// down, returns and events up), to show that the ends refuse them.
 	tamper func(protocol.Type, []byte) []byte
+	// dump, set only by tests, is handed every byte the relay reads
+	// from devices and from the master (tap).
+	dump func([]byte)
 	// maxCaps, set only by tests, caps the capability the master tells
 	// the link (0: as told), to play an older master.
 	maxCaps uint32
@@ -103,8 +109,20 @@ func New(o Options) (*Relay, error) {
 		handshakes: newBucket(c.Admit, max(c.Admit/4, 1)),
 	}
 	r.store.onLost = r.spoolDropped
+	if c.Discovery != nil {
+		d, err := discovery.New(discovery.Options{Config: c.Discovery, Relay: o.Config.ID,
+			Dir: filepath.Join(o.Config.CacheDir, "discovery"), Log: o.Log.Named("discovery"),
+			Event: o.Event, Managed: r.managedAddrs})
+		if err != nil {
+			return nil, err
+		}
+		r.disc = d
+	}
 	if tamperHook != nil {
 		r.tamper = tamperHook()
+	}
+	if dumpHook != nil {
+		r.dump = dumpHook()
 	}
 	return r, nil
 }
@@ -166,6 +184,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	g.Go(func() error { return r.linkLoop(gctx) })
 	g.Go(func() error { return r.heartbeatLoop(gctx) })
 	g.Go(func() error { return r.ackLoop(gctx) })
+	if r.disc != nil {
+		g.Go(func() error { return r.disc.Run(gctx) })
+	}
 	g.Go(func() error {
 		<-gctx.Done()
 		ln.Close()
@@ -229,6 +250,26 @@ func (r *Relay) snapshot() []*device {
 	}
 	return all
 }
+
+// managedAddrs returns the addresses the accepted devices' sessions come
+// from, with their ids: discovery marks the devices found there managed.
+func (r *Relay) managedAddrs() map[netip.Addr]string {
+	out := map[netip.Addr]string{}
+	for _, d := range r.snapshot() {
+		if !d.accepted.Load() {
+			continue
+		}
+		if ua, ok := d.conn.RemoteAddr().(*net.UDPAddr); ok {
+			if a, ok := netip.AddrFromSlice(ua.IP); ok {
+				out[a.Unmap()] = d.id
+			}
+		}
+	}
+	return out
+}
+
+// Discovery returns the relay's discovery (nil: no discovery: section).
+func (r *Relay) Discovery() *discovery.Discoverer { return r.disc }
 
 // Stats is what a relay reports in its heartbeat.
 type Stats struct {
@@ -302,14 +343,19 @@ func (r *Relay) heartbeatLoop(ctx context.Context) error {
 		case <-t.C:
 		}
 		st := r.Stats()
-		r.event("halite/relay/"+r.o.Config.ID+"/heartbeat", map[string]any{
+		beat := map[string]any{
 			"devices": st.Devices, "upstream": st.Upstream, "spool_bytes": st.SpoolBytes,
 			"spool_items": st.SpoolItems, "spool_disk": st.SpoolDisk, "spool_dropped": st.SpoolDropped,
 			"spool_failed": st.SpoolFailed, "spool_corrupt_bytes": st.SpoolCorrupt, "devices_dropped": st.DroppedDevices,
 			"throttled": st.Throttled, "handshakes_refused": st.Refused, "batches": st.Batches,
 			"chunk_up_bytes": st.ChunkUpBytes, "chunk_misses": st.ChunkMisses, "chunk_hits": st.ChunkHits,
 			"chunk_shared": st.ChunkShared, "chunk_cache_bytes": st.ChunkCached,
-		})
+		}
+		if r.disc != nil {
+			ds := r.disc.Stats()
+			beat["discovered"], beat["discovery_full"], beat["discovery_refused"] = ds.Devices, ds.Full, ds.Rejected
+		}
+		r.event("halite/relay/"+r.o.Config.ID+"/heartbeat", beat)
 	}
 }
 

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"errors"
+	"io"
 
 	"github.com/halite-fleet/halite/protocol"
 )
@@ -10,6 +11,32 @@ import (
 // end-to-end tests' tampering relay), gives a new relay its tamper
 // function. Production builds have none: the relay forwards bytes.
 var tamperHook func() func(protocol.Type, []byte) []byte
+
+// dumpHook, set only in a binary built with -tags halite_tamper, gives a
+// new relay a function that is handed every byte it reads (tap): the
+// end-to-end tests look in what a relay saw for secrets it must not see.
+var dumpHook func() func([]byte)
+
+// tap returns rw, whose reads go to r.dump too when it is set.
+func (r *Relay) tap(rw io.ReadWriter) io.ReadWriter {
+	if r.dump == nil {
+		return rw
+	}
+	return &tapped{ReadWriter: rw, dump: r.dump}
+}
+
+type tapped struct {
+	io.ReadWriter
+	dump func([]byte)
+}
+
+func (t *tapped) Read(p []byte) (int, error) {
+	n, err := t.ReadWriter.Read(p)
+	if n > 0 {
+		t.dump(p[:n])
+	}
+	return n, err
+}
 
 // flipSigned returns wire (a whole frame of a job or a return) with the
 // last byte of its signed body flipped: what a relay that tampers would

@@ -18,7 +18,26 @@ import (
 // that restarted meanwhile too). The end-to-end tests run it as a real
 // process to show that devices and master refuse what it does. Never ship
 // such a build.
+//
+// HALITE_TEST_DUMP names a file to which the relay appends every byte it
+// reads from devices and from the master.
 func init() {
+	dumpHook = func() func([]byte) {
+		name := os.Getenv("HALITE_TEST_DUMP")
+		if name == "" {
+			return nil
+		}
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			panic("HALITE_TEST_DUMP: " + err.Error())
+		}
+		var mu sync.Mutex
+		return func(b []byte) {
+			mu.Lock()
+			defer mu.Unlock()
+			f.Write(b)
+		}
+	}
 	tamperHook = func() func(protocol.Type, []byte) []byte {
 		want := os.Getenv("HALITE_TEST_TAMPER")
 		switch want {

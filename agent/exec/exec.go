@@ -82,6 +82,13 @@ type Options struct {
 	// Host is handed to external functions (Register); the agent sets it
 	// to itself.
 	Host any
+	// Pillar is the device's pillar in memory, read by pillar.* and
+	// config.get; nil: empty. FetchPillar asks the master for a fresh one
+	// (pillar.items); nil: Pillar's. RefreshPillar is
+	// saltutil.refresh_pillar's work; nil: nothing to refresh.
+	Pillar        func() map[string]any
+	FetchPillar   func(ctx context.Context) (map[string]any, error)
+	RefreshPillar func(ctx context.Context, wait bool, timeout time.Duration, cleanCache bool) bool
 }
 
 // Executor runs execution functions for jobs. It is safe for concurrent use;
@@ -93,8 +100,12 @@ type Executor struct {
 	log       *zap.Logger
 	onRefresh func(map[string]any)
 	opts      map[string]any
-	host      any
-	pid       int
+
+	pillar        func() map[string]any
+	fetchPillar   func(ctx context.Context) (map[string]any, error)
+	refreshPillar func(ctx context.Context, wait bool, timeout time.Duration, cleanCache bool) bool
+	host          any
+	pid           int
 
 	mu   sync.Mutex
 	seq  uint64
@@ -134,7 +145,11 @@ func New(opts Options) *Executor {
 		opts:      opts.Opts,
 		host:      opts.Host,
 		pid:       os.Getpid(),
-		jobs:      make(map[uint64]*job),
+
+		pillar:        opts.Pillar,
+		fetchPillar:   opts.FetchPillar,
+		refreshPillar: opts.RefreshPillar,
+		jobs:          make(map[uint64]*job),
 	}
 }
 

@@ -8,8 +8,8 @@ import (
 	"github.com/halite-fleet/halite/internal/saltdata"
 )
 
-// config.get after salt/modules/config.py. Halite has no pillar yet, so the
-// pillar and master-pillar stores are empty, and none of the module
+// config.get after salt/modules/config.py. The pillar store is the pillar
+// in memory (Options.Pillar); the master-pillar store is empty, and none of the module
 // defaults of Salt's DEFAULTS (mongo.*, solr.*, ...) exist here; sdb://
 // values are returned as they are.
 
@@ -21,7 +21,7 @@ func init() {
 				optional("merge", nil), optional("omit_opts", false), optional("omit_pillar", false),
 				optional("omit_master", false), optional("omit_grains", false)},
 			doc: `Return the value of key from the agent's options, else its grains,
-else the pillar (empty in Halite today); default ("" unless given) when none
+else the pillar; default ("" unless given) when none
 has it. Nested values are reached with a delimited key (":"). merge=recurse
 or merge=overwrite searches the stores merged (options over grains) instead.
 omit_opts, omit_grains, omit_pillar and omit_master skip a store.
@@ -54,7 +54,7 @@ func configGet(_ context.Context, c *call) (any, error) {
 		stores := []struct {
 			omit string
 			data map[string]any
-		}{{"omit_opts", opts}, {"omit_grains", g}}
+		}{{"omit_opts", opts}, {"omit_grains", g}, {"omit_pillar", c.e.pillarData()}}
 		for _, s := range stores {
 			if isTrue(c.arg(s.omit)) {
 				continue
@@ -71,9 +71,9 @@ func configGet(_ context.Context, c *call) (any, error) {
 		strategy = "recurse"
 	}
 	// Salt merges DEFAULTS, the master pillar, the pillar, the grains, then
-	// the options; the first three are empty here.
+	// the options; the first two are empty here.
 	data := map[string]any{}
-	for _, m := range []map[string]any{g, opts} {
+	for _, m := range []map[string]any{c.e.pillarData(), g, opts} {
 		data = mergeDicts(data, m, strategy == "recurse")
 	}
 	if v, ok := saltdata.Traverse(data, key, delim); ok {

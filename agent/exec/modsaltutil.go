@@ -60,6 +60,26 @@ CLI Example:
 			},
 		},
 		{
+			name:   "refresh_pillar",
+			params: []param{optional("wait", false), optional("timeout", 30), optional("clean_cache", true)},
+			doc: `Refresh the pillar in memory from the master: fires "pillar_refresh" on
+the agent's bus, then "/salt/minion/minion_pillar_refresh_complete"
+({"complete": bool}) when the pillar came. wait=True returns when it did,
+or after timeout seconds. Returns True.
+
+CLI Example:
+
+    halite '*' saltutil.refresh_pillar
+    halite '*' saltutil.refresh_pillar wait=True timeout=60`,
+			run: refreshPillar,
+		},
+		{
+			name:   "pillar_refresh",
+			params: []param{optional("wait", false), optional("timeout", 30), optional("clean_cache", true)},
+			doc:    "Alias of saltutil.refresh_pillar.\n\nCLI Example:\n\n    halite '*' saltutil.pillar_refresh",
+			run:    refreshPillar,
+		},
+		{
 			name:  "refresh_grains",
 			varkw: true,
 			doc: `Collect the grains again and send them to the master. Returns True.

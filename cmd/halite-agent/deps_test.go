@@ -34,6 +34,11 @@ var forbidden = map[string]string{
 	"github.com/eclipse/paho.mqtt.golang":               "MQTT belongs to the master's returners and engines",
 	"github.com/prometheus":                             "the master's /metrics endpoint (client_golang, protobuf); the agent's metrics engine uses VictoriaMetrics' small client",
 	"google.golang.org/protobuf":                        "brought by client_golang, the master's metrics",
+	"github.com/halite-fleet/halite/relay":              "the relay (and its discovery) is for the amd64 and arm64 agents, or -tags relay",
+	"github.com/google/gopacket":                        "the relay's ARP discovery (about 1.5 MiB with layers): not on the small devices",
+	"encoding/xml":                                      "the relay's WS-Discovery: not on the small devices",
+	"github.com/goreleaser/nfpm":                        "the package builder (with go-git and OpenPGP) is halite-flash's (firmware/pkg)",
+	"github.com/halite-fleet/halite/firmware":           "the flasher and packager are operator-side",
 }
 
 func goCmd(t *testing.T, args ...string) *exec.Cmd {
@@ -58,10 +63,15 @@ func TestDeps(t *testing.T) {
 	if len(deps) < 10 {
 		t.Fatalf("go list -deps listed %d packages, want the agent's whole graph: %q", len(deps), out)
 	}
-	seenAgent := false
+	seenAgent, seenCaller := false, false
 	for _, dep := range deps {
-		if dep == "github.com/halite-fleet/halite/agent" {
+		switch dep {
+		case "github.com/halite-fleet/halite/agent":
 			seenAgent = true
+		case "github.com/halite-fleet/halite/internal/callcmd":
+			// The caller (with internal/output and internal/complete)
+			// is part of the agent binary: halite-call is a name for it.
+			seenCaller = true
 		}
 		for prefix, why := range forbidden {
 			if dep == prefix || strings.HasPrefix(dep, prefix+"/") {
@@ -71,6 +81,9 @@ func TestDeps(t *testing.T) {
 	}
 	if !seenAgent {
 		t.Errorf("go list -deps does not list the agent package; got %v", deps)
+	}
+	if !seenCaller {
+		t.Errorf("go list -deps does not list internal/callcmd: the agent binary must carry the caller (halite-call is a symlink to it)")
 	}
 }
 

@@ -1,8 +1,13 @@
 // Command halite-agent runs the Halite agent on a device: it connects to its
 // master, runs the master's jobs and sends back their returns. It is one
-// static binary, cross-compiled for every architecture the fleet has.
+// static binary, cross-compiled for every architecture the fleet has, and
+// a multi-call one: it is also the caller (package internal/callcmd), run
+// as "halite-agent call …" or under the name halite-call (a symlink to
+// halite-agent on devices), so a device carries one file, not two.
 //
 //	halite-agent [-c CONFIG_DIR] [-l LEVEL] [--log-file FILE] [-d] [--pid-file FILE] [-u USER] [--check-config]
+//	halite-agent call [-c CONFIG_DIR] [--local] [--out FORMAT] FUNCTION [ARG ...] [KEY=VALUE ...]
+//	halite-call ...  (argv[0] halite-call: the same as halite-agent call ...)
 package main
 
 import (
@@ -11,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"time"
 
@@ -20,6 +26,7 @@ import (
 	"github.com/halite-fleet/halite/agent"
 	"github.com/halite-fleet/halite/agent/ota"
 	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/internal/callcmd"
 	"github.com/halite-fleet/halite/internal/cli"
 	"github.com/halite-fleet/halite/internal/daemon"
 )
@@ -48,10 +55,16 @@ var otaMode = ota.Mode()
 // tests install over the air to see it rolled back.
 var breakConfig func(*config.Agent)
 
-// Main runs the command with os.Args and returns its exit status.
+// Main runs the command with os.Args and returns its exit status: the
+// caller's when started as halite-call or as "halite-agent call".
 func Main() int {
+	if args, ok := callerArgs(os.Args); ok {
+		return callcmd.Main(args, os.Stdout, os.Stderr)
+	}
 	hup := cli.Hangups() // before anything: SIGHUP must never kill the agent
-	fs := pflag.NewFlagSet("halite-agent [-c CONFIG_DIR] [-l LEVEL]", pflag.ContinueOnError)
+	fs := pflag.NewFlagSet("halite-agent [-c CONFIG_DIR] [-l LEVEL]\n       "+
+		"halite-agent call [-c CONFIG_DIR] [--local] FUNCTION [ARG ...]  (the caller, also run as halite-call; halite-agent call --help)",
+		pflag.ContinueOnError)
 	var o options
 	fs.StringVarP(&o.configDir, "config-dir", "c", cli.DefaultConfigDir, "configuration directory (reads agent and agent.d/*.conf, else Salt's minion and minion.d/*.conf)")
 	fs.StringVarP(&o.logLevel, "log-level", "l", "", "console log level: garbage, trace, debug, info, warning, error, critical, quiet")
@@ -86,6 +99,24 @@ func Main() int {
 		stop()
 	}
 	return cli.Exit("halite-agent", err, fs, os.Stderr)
+}
+
+// callerArgs reports whether argv asks for the caller, and its arguments:
+// argv[0] named halite-call (whatever the directory: a symlink or a hard
+// link to this binary), or "call" as the first argument. Only the first
+// argument is looked at, so "halite-agent -c DIR call" stays the agent's
+// (and is refused: it takes no arguments).
+func callerArgs(argv []string) ([]string, bool) {
+	if len(argv) == 0 {
+		return nil, false
+	}
+	if filepath.Base(argv[0]) == callcmd.Prog {
+		return argv[1:], true
+	}
+	if len(argv) > 1 && argv[1] == "call" {
+		return argv[2:], true
+	}
+	return nil, false
 }
 
 func run(ctx context.Context, o options, hup <-chan os.Signal, stdout, stderr io.Writer) error {

@@ -4,11 +4,41 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 )
+
+// sizeBudget is what the armv7 agent, built as `make cross` builds it for
+// 32-bit ARM (AGENT_GCFLAGS_SMALL, AGENT_LDFLAGS_ARM, stripped), may
+// weigh: 8.5 MiB, with the caller inside (halite-call is a symlink to
+// it). docs/BENCHMARKS.md records the figures.
+const sizeBudget = 8.5 * 1024 * 1024
+
+// TestAgentSize builds the armv7 agent as the Makefile does and holds it
+// to sizeBudget.
+func TestAgentSize(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the agent for ARM")
+	}
+	bin := filepath.Join(t.TempDir(), "halite-agent")
+	// Keep in step with the Makefile's cross target for GOARCH=arm.
+	args := []string{"build", "-trimpath", "-gcflags=all=-l", "-ldflags", "-s -w -R 0x1000", "-o", bin, "."}
+	if out, err := goCmd(t, args...).CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	fi, err := os.Stat(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("linux/arm v7 agent: %d bytes (%.2f MiB), budget %d", fi.Size(), float64(fi.Size())/(1<<20), int64(sizeBudget))
+	if fi.Size() > sizeBudget {
+		t.Errorf("linux/arm v7 agent: %d bytes, %d over the %d-byte budget (8.5 MiB): "+
+			"go tool nm -size -sort size on an unstripped build says where it went", fi.Size(), fi.Size()-sizeBudget, int64(sizeBudget))
+	}
+}
 
 // costly are functions of other modules that the agent's own packages must
 // not call, by import path and name, and why: each one alone adds more to

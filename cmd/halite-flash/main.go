@@ -4,13 +4,16 @@
 //	                    [--preseed N [--id-prefix P]] [--out DIR|FILE.tar.gz] [--agent-binary PATH | --dist DIR]
 //	halite-flash ssh --master HOST[:PORT] [--inventory FILE | HOST...] [--user U] [--key FILE | --password-env VAR]
 //	                 [-j 50] [--known-hosts FILE] [--accept-new-hostkeys] [--dry-run] [--out json] [--state FILE]
+//	halite-flash package --format deb|ipk --kind agent|master|relay --arch ARCH --version V [--bin DIR] [-o DIR]
 //
 // Both pin the master's key in the agent's configuration (master_finger, read
 // from the master's pki_dir or asked of the running master: never learnt
 // from the network), and both make the master accept the devices' keys
 // without a pending step: bundle --preseed makes key pairs on this side
 // (Salt's preseeded keys); ssh reads the device's key over the
-// authenticated session, or makes one and sends it there.
+// authenticated session, or makes one and sends it there. package makes
+// the system packages (.deb for gateways and relay VMs, .ipk for OpenWrt)
+// from make cross's binaries (firmware/pkg).
 package main
 
 import (
@@ -31,6 +34,7 @@ import (
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/firmware"
 	"github.com/halite-fleet/halite/firmware/flash"
+	"github.com/halite-fleet/halite/firmware/pkg"
 	"github.com/halite-fleet/halite/internal/cli"
 	"github.com/halite-fleet/halite/internal/version"
 )
@@ -78,7 +82,7 @@ type sshOpts struct {
 
 func main() { os.Exit(Main()) }
 
-const usage = `halite-flash bundle|ssh [flags]  (halite-flash bundle --help, halite-flash ssh --help)`
+const usage = `halite-flash bundle|ssh|package [flags]  (halite-flash bundle --help, halite-flash ssh --help, halite-flash package --help)`
 
 // Main runs the command with os.Args and returns its exit status.
 func Main() int {
@@ -112,6 +116,15 @@ func Main() int {
 		}
 		if err == nil {
 			err = runSSH(ctx, o, os.Stdout, os.Stderr)
+		}
+	case "package":
+		var o packageOpts
+		fs = packageFlags(&o)
+		if err = cli.ParseFlags(fs, args[1:]); err == nil {
+			err = o.check(fs)
+		}
+		if err == nil {
+			err = runPackage(o, os.Stdout)
 		}
 	case "--version", "-V":
 		fs = pflag.NewFlagSet("halite-flash", pflag.ContinueOnError)
@@ -459,4 +472,67 @@ func progress(w io.Writer) func(done, total int, r flash.Result) {
 		n := done * width / max(total, 1)
 		fmt.Fprintf(w, "\r\033[K[%s%s] %d/%d  ok %d  failed %d  last: %s %s", strings.Repeat("#", n), strings.Repeat(".", width-n), done, total, ok, failed, r.Addr, r.Status)
 	}
+}
+
+type packageOpts struct {
+	format     string
+	kind       string
+	arch       string
+	version    string
+	bin        string
+	out        string
+	maintainer string
+	pkgArch    string
+}
+
+func packageFlags(o *packageOpts) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("halite-flash package --format deb|ipk --kind agent|master|relay --arch ARCH --version V [--bin DIR] [-o DIR]", pflag.ContinueOnError)
+	fs.StringVar(&o.format, "format", "", "deb (gateways, relay VMs, the master) or ipk (OpenWrt; the agent only) (required)")
+	fs.StringVar(&o.kind, "kind", "agent", "agent, master (with halite, halite-key, halite-run, halite-flash) or relay (.deb; needs halite-agent)")
+	fs.StringVar(&o.arch, "arch", "", "the architecture: "+firmware.ArchNames()+" (required)")
+	fs.StringVar(&o.version, "version", "", "the version: 1.2.3, v1.2.3 or a git describe such as v1.2-3-gabc1234 (-> 1.2+3.gabc1234) (required)")
+	fs.StringVar(&o.bin, "bin", "", "the directory of the binaries (default: dist/linux-ARCH, make cross's)")
+	fs.StringVarP(&o.out, "out", "o", ".", "the directory the package is written to")
+	fs.StringVar(&o.maintainer, "maintainer", pkg.DefaultMaintainer, "the Maintainer field: NAME <EMAIL>")
+	fs.StringVar(&o.pkgArch, "pkg-arch", "", "the package's architecture instead of the default for --arch (armhf, arm_cortex-a9_vfpv3-d16, ...; opkg print-architecture on a device)")
+	return fs
+}
+
+func (o *packageOpts) spec() pkg.Spec {
+	arch, _ := firmware.LookupArch(o.arch)
+	bin := o.bin
+	if bin == "" {
+		bin = filepath.Join("dist", "linux-"+o.arch)
+	}
+	return pkg.Spec{Format: o.format, Kind: o.kind, Arch: arch, Version: o.version, BinDir: bin, Maintainer: o.maintainer, PkgArch: o.pkgArch}
+}
+
+func (o *packageOpts) check(fs *pflag.FlagSet) error {
+	if fs.NArg() > 0 {
+		return cli.Usagef("unexpected argument %q", fs.Arg(0))
+	}
+	switch {
+	case o.format == "":
+		return cli.Usagef("--format is required: deb or ipk")
+	case o.arch == "":
+		return cli.Usagef("--arch is required: %s", firmware.ArchNames())
+	case o.version == "":
+		return cli.Usagef("--version is required (make packages gives git describe's)")
+	}
+	if _, err := firmware.LookupArch(o.arch); err != nil {
+		return cli.Usagef("--arch: %v", err)
+	}
+	if err := o.spec().Check(); err != nil {
+		return cli.Usagef("%v", err)
+	}
+	return nil
+}
+
+func runPackage(o packageOpts, stdout io.Writer) error {
+	r, err := pkg.Build(o.spec(), o.out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s: %s %s for %s, %.2f MiB\n", r.Path, r.Name, r.Version, r.Arch, float64(r.Size)/(1<<20))
+	return nil
 }

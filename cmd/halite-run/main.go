@@ -31,6 +31,8 @@ type options struct {
 	out          string
 	outIndent    int
 	outIndentSet *int // &outIndent when --out-indent was given
+	outSet       bool // --out was given: a runner's "outputter" does not apply
+	state        *output.StateFlags
 	timeout      int  // -t: seconds a runner that sends a job waits (0: the master's timeout)
 	doc          bool // -d: print the runners' documentation
 	fun          string
@@ -64,6 +66,7 @@ func Main() int {
 	fs.IntVarP(&o.timeout, "timeout", "t", 0, "seconds a runner that sends a job (manage.versions, jobs.active) waits for returns (default: the master's timeout option)")
 	fs.BoolVarP(&o.doc, "doc", "d", false, "print the documentation of the runners: halite-run -d [RUNNER|RUNNER.FUNCTION|GLOB]")
 	fs.BoolVar(&o.doc, "documentation", false, "same as --doc")
+	o.state = output.AddStateFlags(fs)
 	vf := cli.AddVersionFlags(fs)
 	complete.AddFlag(fs)
 	if done, code := completion(fs).Handle(os.Args[1:], os.Stdout, os.Stderr); done {
@@ -90,6 +93,7 @@ func Main() int {
 	}
 	if err == nil {
 		o.out = output.Outputter(o.out, os.Stderr) // an unknown one falls back to nested, as in Salt
+		o.outSet = fs.Changed("out") || fs.Changed("output")
 		if fs.Changed("out-indent") {
 			o.outIndentSet = &o.outIndent
 		}
@@ -123,7 +127,19 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
-	if err := output.Format(stdout, o.out, res, output.CLIOptions(o.out, o.outIndentSet, false)); err != nil {
+	// A runner that names its outputter (orchestrate's "highstate") is
+	// printed with it unless --out says otherwise, as salt-run does
+	// (print_async_event in salt/client/mixins.py); the whole return is
+	// given to it (the highstate outputter unwraps "data").
+	out := o.out
+	if d, ok := res.(map[string]any); ok && !o.outSet {
+		if name, ok := d["outputter"].(string); ok && output.Valid(name) {
+			out = name
+		}
+	}
+	oo := output.CLIOptions(out, o.outIndentSet, false)
+	oo.State = o.state.Options(cfg.Raw, req.Kwarg)
+	if err := output.Format(stdout, out, res, oo); err != nil {
 		return err
 	}
 	return runnerExit(res)

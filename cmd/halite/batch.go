@@ -8,91 +8,21 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/halite-fleet/halite/internal/batch"
 	"github.com/halite-fleet/halite/internal/cli"
 	"github.com/halite-fleet/halite/internal/output"
 	"github.com/halite-fleet/halite/master/api"
 )
 
-// parseBatch checks -b/--batch-size: a whole number or a percentage, N or
-// N% (salt/cli/batch.py get_bnum: "Data must be in the form of %10, 10% or
-// 3").
+// parseBatch checks -b/--batch-size (batch.Check).
 func parseBatch(s string) error {
-	num := strings.TrimSuffix(s, "%")
-	if num != s {
-		num = strings.TrimPrefix(num, "%")
-	} else if strings.HasPrefix(s, "%") {
-		num = s[1:]
-	}
-	f, err := strconv.ParseFloat(num, 64)
-	if err != nil || !(f > 0) || math.IsInf(f, 0) || (!strings.Contains(s, "%") && f != math.Trunc(f)) {
-		return cli.Usagef("invalid batch size %q: give it in the form of %%10, 10%% or 3", s)
+	if err := batch.Check(s); err != nil {
+		return cli.Usagef("%v", err)
 	}
 	return nil
-}
-
-// batchSize is salt/cli/batch.py get_bnum: N, or N% of the minions (floored,
-// but rounded up to 1 below 1); never more than the minions (a larger N
-// runs them all at once, as in Salt).
-func batchSize(s string, minions int) int {
-	f, _ := strconv.ParseFloat(strings.Trim(s, "%"), 64)
-	if strings.Contains(s, "%") {
-		f = f / 100 * float64(minions)
-		if f < 1 {
-			f = math.Ceil(f)
-		}
-	}
-	return int(max(min(f, float64(minions)), 1))
-}
-
-// scheduler is the rolling window of salt/cli/batch.py Batch.run: at most
-// bnum minions are active or cooling down; a minion that returned (or timed
-// out) frees its slot batch_wait later.
-type scheduler struct {
-	bnum  int
-	bwait time.Duration
-	toRun []string
-	// active counts the minions running the job; wait holds when each
-	// cooling slot frees, in order.
-	active int
-	wait   []time.Time
-}
-
-// next returns the minions to start now.
-func (s *scheduler) next(now time.Time) []string {
-	i := 0
-	for i < len(s.wait) && !s.wait[i].After(now) {
-		i++
-	}
-	s.wait = s.wait[i:]
-	free := min(s.bnum-s.active-len(s.wait), len(s.toRun))
-	if free <= 0 {
-		return nil
-	}
-	n := s.toRun[:free:free]
-	s.toRun = s.toRun[free:]
-	s.active += free
-	return n
-}
-
-// finished frees a minion's slot, batch_wait after now.
-func (s *scheduler) finished(now time.Time) {
-	s.active--
-	if s.bwait > 0 {
-		s.wait = append(s.wait, now.Add(s.bwait))
-	}
-}
-
-// wake is when the next cooling slot frees, if one does.
-func (s *scheduler) wake() (time.Time, bool) {
-	if len(s.wait) == 0 || len(s.toRun) == 0 {
-		return time.Time{}, false
-	}
-	return s.wait[0], true
 }
 
 // collect runs req to the end and returns each minion's return data, the
@@ -196,25 +126,18 @@ func retcodeOf(data map[string]any) int {
 	return rc
 }
 
-type batchEvent struct {
-	job  []string
-	resp *api.Response
-	err  error
-}
-
-// runBatch is salt/cli/batch.py Batch.run for the CLI: ping the target
+// runBatch is salt/cli/batch.py Batch.run for the CLI (the loop itself is
+// package batch, which the master's orchestrate shares): ping the target
 // first and run only on the minions that answered, keep at most the batch
 // size running (rolling: a slot frees batch_wait after each return),
 // print the returns as they come (all at the end with --static) and exit
-// with the highest retcode (SaltCMD._run_batch in salt/cli/salt.py). Not
-// as Salt: a minion that does not return counts as retcode 1 (salt counts
-// it 0), unless --hide-timeout.
+// with the highest retcode (SaltCMD._run_batch in salt/cli/salt.py). With
+// --failhard the first bad return (retcode > 0, or no return) stops the
+// run, as in Salt; --batch-max-fail N|N% (not Salt's) stops starting
+// minions once more than N (N% of them) failed and waits for the running
+// ones. Not as Salt: a minion that does not return counts as retcode 1
+// (salt counts it 0), unless --hide-timeout.
 func runBatch(ctx context.Context, o options, socket string, req *api.Request, oo output.Options, stdout, stderr io.Writer) error {
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-
 	ping := *req
 	ping.Fun, ping.Arg, ping.Kwarg, ping.Ret, ping.ReturnConfig, ping.ReturnKwargs = "test.ping", nil, nil, "", "", nil
 	ping.Funs, ping.FunArgs, ping.FunKwargs = nil, nil, nil
@@ -238,39 +161,31 @@ func runBatch(ctx context.Context, o options, socket string, req *api.Request, o
 			fmt.Fprintf(stdout, "Minion %s did not respond. No job will be sent.\n", id)
 		}
 	}
-	s := &scheduler{bnum: batchSize(o.batch, len(minions)), bwait: time.Duration(o.batchWait * float64(time.Second)), toRun: minions}
-	events := make(chan batchEvent)
-	start := func(ids []string) {
+	start := func(ctx context.Context, ids []string, ret func(string, map[string]any)) error {
 		job := *req
 		job.Tgt, job.TgtType, job.Delimiter = strings.Join(ids, ","), "list", ""
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			send := func(ev batchEvent) bool {
-				select {
-				case events <- ev:
-					return true
-				case <-ctx.Done():
-					return false
-				}
-			}
-			c, err := api.Dial(ctx, socket, &job)
+		c, err := api.Dial(ctx, socket, &job)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		for {
+			r, err := c.Next()
 			if err != nil {
-				send(batchEvent{job: ids, err: err})
-				return
+				return err
 			}
-			defer c.Close()
-			for {
-				r, err := c.Next()
-				if err != nil {
-					send(batchEvent{job: ids, err: err})
-					return
-				}
-				if !send(batchEvent{job: ids, resp: r}) || r.Done {
-					return
+			switch r.Kind {
+			case api.KindError:
+				return &api.RemoteError{Code: r.Code, Msg: r.Error}
+			case api.KindReturn:
+				if id, ok := r.Data["id"].(string); ok {
+					ret(id, r.Data)
 				}
 			}
-		}()
+			if r.Done {
+				return nil
+			}
+		}
 	}
 	collected := map[string]any{}
 	show := func(id string, ret any, ok bool) error {
@@ -281,77 +196,39 @@ func runBatch(ctx context.Context, o options, socket string, req *api.Request, o
 		return output.Format(stdout, o.outputter(ret, ok), map[string]any{id: ret}, oo)
 	}
 	retcode := 0
-	pending := map[string]bool{}
-	for _, id := range minions {
-		pending[id] = true
-	}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for len(pending) > 0 {
-		now := time.Now()
-		if next := s.next(now); len(next) > 0 {
+	hooks := batch.Hooks{
+		Started: func(ids []string) {
 			if !quiet {
-				fmt.Fprintf(stdout, "\nExecuting run on %s\n\n", pyList(next))
+				fmt.Fprintf(stdout, "\nExecuting run on %s\n\n", pyList(ids))
 			}
-			start(next)
-		}
-		var wake <-chan time.Time
-		if t, ok := s.wake(); ok {
-			timer.Reset(t.Sub(now))
-			wake = timer.C
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-wake:
-			continue
-		case ev := <-events:
-			finish := func(id string) bool {
-				if !pending[id] {
-					return false
+		},
+		Failed: func(data map[string]any) bool { return retcodeOf(data) > 0 },
+		Returned: func(r batch.Return) error {
+			switch {
+			case r.Err != nil:
+				fmt.Fprintf(stderr, "ERROR: the job on %s failed: %v\n", pyList([]string{r.ID}), r.Err)
+				retcode = max(retcode, 1)
+				return nil
+			case r.Data == nil:
+				if o.hideTimeout {
+					return nil
 				}
-				delete(pending, id)
-				s.finished(time.Now())
-				return true
+				retcode = max(retcode, 1)
+				return show(r.ID, "Minion did not return. [No response]", false)
 			}
-			if ev.err != nil || ev.resp.Kind == api.KindError {
-				msg := ""
-				if ev.err != nil {
-					msg = ev.err.Error()
-				} else {
-					msg = ev.resp.Error
-				}
-				fmt.Fprintf(stderr, "ERROR: the job on %s failed: %s\n", pyList(ev.job), msg)
-				for _, id := range ev.job {
-					if finish(id) {
-						retcode = max(retcode, 1)
-					}
-				}
-				continue
-			}
-			r := ev.resp
-			if r.Kind == api.KindReturn {
-				id, _ := r.Data["id"].(string)
-				if !finish(id) {
-					continue
-				}
-				retcode = max(retcode, retcodeOf(r.Data))
-				if err := show(id, inSaltOrder(req, r.Data["return"]), returnOK(r.Data)); err != nil {
-					return err
-				}
-			}
-			if r.Done {
-				for _, id := range ev.job {
-					if !finish(id) || o.hideTimeout {
-						continue
-					}
-					retcode = max(retcode, 1)
-					if err := show(id, "Minion did not return. [No response]", false); err != nil {
-						return err
-					}
-				}
-			}
-		}
+			retcode = max(retcode, retcodeOf(r.Data))
+			return show(r.ID, inSaltOrder(req, r.Data["return"]), returnOK(r.Data))
+		},
+	}
+	bo := batch.Options{Size: o.batch, Wait: time.Duration(o.batchWait * float64(time.Second)), Failhard: o.failhard, MaxFail: o.batchMaxFail}
+	res, err := batch.Run(ctx, minions, bo, start, hooks)
+	if err != nil {
+		return err
+	}
+	if res.Stopped != "" {
+		// Salt logs it as an error.
+		fmt.Fprintf(stderr, "[ERROR   ] %s\n", res.Stopped)
+		retcode = max(retcode, 1)
 	}
 	if o.static {
 		if err := output.Format(stdout, o.outputter(nil, true), collected, oo); err != nil {

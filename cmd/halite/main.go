@@ -22,6 +22,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/internal/batch"
 	"github.com/halite-fleet/halite/internal/cli"
 	"github.com/halite-fleet/halite/internal/complete"
 	"github.com/halite-fleet/halite/internal/complete/fleet"
@@ -60,6 +61,8 @@ type options struct {
 	stderrIsTTY  bool
 	batch        string
 	batchWait    float64
+	failhard     bool   // --failhard: stop a batch at the first bad return
+	batchMaxFail string // --batch-max-fail: stop starting minions once more than N (N%) failed
 	subset       int
 	hideTimeout  bool
 	doc          bool
@@ -111,6 +114,8 @@ func Main() int {
 	fs.StringVarP(&o.batch, "batch-size", "b", "", "run on N minions, or N% of them, at a time, rolling: ping the target first, then start the next minion as each returns")
 	fs.StringVar(&o.batch, "batch", "", "same as --batch-size")
 	fs.Float64Var(&o.batchWait, "batch-wait", 0, "seconds to wait after each return before its batch slot takes the next minion")
+	fs.BoolVar(&o.failhard, "failhard", false, "stop batch execution upon the first bad return (retcode > 0 or no return)")
+	fs.StringVar(&o.batchMaxFail, "batch-max-fail", "", "with --batch-size: stop starting minions once more than N, or N% of them, have failed (the running ones finish)")
 	fs.IntVarP(&o.subset, "subset", "s", 0, "run on a random N of the targeted minions that have the function")
 	fs.BoolVar(&o.hideTimeout, "hide-timeout", false, "do not show (or count as failed) the minions that did not return")
 	fs.StringVar(&o.argsSep, "args-separator", ",", "separator of the functions' arguments in a compound command (halite '*' cmd.run,test.ping 'echo hi' , ): useful when an argument holds commas")
@@ -208,6 +213,14 @@ func (o *options) positional(args []string) error {
 		}
 		if o.async {
 			return cli.Usagef("--batch-size and --async do not go together")
+		}
+	}
+	if o.batchMaxFail != "" {
+		if o.batch == "" {
+			return cli.Usagef("--batch-max-fail goes with --batch-size")
+		}
+		if err := batch.CheckLimit(o.batchMaxFail); err != nil {
+			return cli.Usagef("%v", err)
 		}
 	}
 	if o.batchWait < 0 {

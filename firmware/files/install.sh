@@ -182,6 +182,10 @@ if [ -n "$MOVE" ]; then
 else
 	put "$HERE/halite-agent" "$BIN" 755
 fi
+# The caller is the same binary under another name (halite-agent is
+# multi-call): a symlink, not a second copy of the agent in flash. It
+# replaces a halite-call file an older install left.
+ln -sf halite-agent "$ROOT$BIN_DIR/halite-call" || fail write "cannot link $ROOT$BIN_DIR/halite-call to halite-agent"
 if ! "$BIN" --version >/dev/null 2>&1; then
 	[ -n "$FORCE_ARCH" ] || fail arch "$BIN does not run on this device ($(uname -m)): wrong --arch?"
 	echo "install.sh: warning: $BIN --version fails here (--force-arch: installed anyway)" >&2

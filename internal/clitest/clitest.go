@@ -16,9 +16,12 @@ import (
 
 // Main is the TestMain of a cmd package: it lets scripts run the command
 // called name, whose Main is main.
-func Main(m *testing.M, name string, main func() int) {
-	os.Exit(testscript.RunMain(m, map[string]func() int{name: main}))
-}
+func Main(m *testing.M, name string, main func() int) { Mains(m, map[string]func() int{name: main}) }
+
+// Mains is Main for a multi-call program: scripts run each name of mains,
+// and the process started for a name has it as its argv[0] (testscript
+// links the test binary under each name), as a symlink would on a device.
+func Mains(m *testing.M, mains map[string]func() int) { os.Exit(testscript.RunMain(m, mains)) }
 
 // Run runs testdata/*.txtar. Besides testscript's commands, a script may
 // say "status N COMMAND [ARG ...]": run COMMAND and require exit status N

@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -676,11 +677,12 @@ func runOrder(d *dict) ([]int, error) {
 	if len(keys) > 1 && strs+nums != len(keys) || strs > 0 && nums > 0 {
 		return nil, errFallback
 	}
-	slices.SortStableFunc(idx, func(a, b int) int {
+	sort.SliceStable(idx, func(i, j int) bool {
+		a, b := idx[i], idx[j]
 		if strs > 0 {
-			return strings.Compare(keys[a].(string), keys[b].(string))
+			return keys[a].(string) < keys[b].(string)
 		}
-		return compareNumbers(boolNum(keys[a]), boolNum(keys[b]))
+		return compareNumbers(boolNum(keys[a]), boolNum(keys[b])) < 0
 	})
 	return idx, nil
 }

@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"reflect"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/halite-fleet/halite/internal/saltdata"
@@ -53,7 +54,7 @@ func (d *dict) sorted() *dict {
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, b int) int { return compareKeys(d.keys[a], d.keys[b]) })
+	sort.SliceStable(idx, func(i, j int) bool { return compareKeys(d.keys[idx[i]], d.keys[idx[j]]) < 0 })
 	s := &dict{keys: make([]any, len(idx)), vals: make([]any, len(idx))}
 	for i, j := range idx {
 		s.keys[i], s.vals[i] = d.keys[j], d.vals[j]
@@ -250,7 +251,10 @@ func normalizeReflect(rv reflect.Value, depth int) (any, error) {
 			}
 			pairs = append(pairs, kv{k, v})
 		}
-		slices.SortFunc(pairs, func(a, b kv) int { return compareKeys(a.k, b.k) })
+		// sort.Slice, not slices.SortFunc: a generic sort over kv would add
+		// its own copy of the sort code to the agent, which carries this
+		// package for its caller (about 12 KiB on armv7).
+		sort.Slice(pairs, func(i, j int) bool { return compareKeys(pairs[i].k, pairs[j].k) < 0 })
 		for _, p := range pairs {
 			d.keys = append(d.keys, p.k)
 			d.vals = append(d.vals, p.v)

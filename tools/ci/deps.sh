@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs and is not in Go modules: qemu-arm (for
 # the linux/arm v7 agent end-to-end test), bc (the Makefile's size report),
-# zsh, fish, busybox, logrotate, dropbear and openssh-server.
+# zsh, fish, busybox, logrotate, systemd-analyze, dropbear and openssh-server.
 # Idempotent; quiet when everything is there.
 set -euo pipefail
 need=()
@@ -13,6 +13,9 @@ command -v zsh >/dev/null 2>&1 || need+=(zsh)
 command -v fish >/dev/null 2>&1 || need+=(fish)
 command -v busybox >/dev/null 2>&1 || need+=(busybox)
 command -v logrotate >/dev/null 2>&1 || need+=(logrotate)
+# systemd-analyze verifies the packaged units (firmware/pkg; dpkg-deb and
+# dpkg, which those tests run too, are in every Debian system).
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 # The SSH servers halite-flash is tested against: dropbear (what cameras
 # run) and OpenSSH, both started by the tests on loopback.
 [ -x /usr/sbin/dropbear ] || need+=(dropbear-bin)

@@ -49,6 +49,7 @@ other name gives an "unknown option" warning naming file and line.
 	section(&b, "Master (CONFIG_DIR/master)", config.MasterOptions())
 	section(&b, "Agent (CONFIG_DIR/agent)", config.AgentOptions())
 	section(&b, "Relay (the agent's relay: section)", config.RelayOptions())
+	section(&b, "Relay discovery (relay: discovery:, relay/discovery)", config.DiscoveryOptions())
 	_, err := io.WriteString(w, b.String())
 	return err
 }

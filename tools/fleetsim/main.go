@@ -8,6 +8,7 @@
 //	fleetsim -relays 10 -n 10000 [-storm term|kill] [-json]
 //	fleetsim -states [-state-files] [-relays 2] -n 1000 [-rounds 5] [-json]
 //	fleetsim -rollout BUILD [-relays 1] -n 1000 [-batch 10%] [-json]
+//	fleetsim -orch [-relays 2] -n 200 [-rounds 5] [-json]
 //
 // With -relays R the devices reach the master through R real relays
 // (package relay), run in a child process of this program so that their
@@ -63,6 +64,7 @@ func main() {
 	states := flag.Bool("states", false, "time state.apply of a 20-file highstate (test states) instead of test.ping")
 	writeStates := flag.String("write-states", "", "write the -states highstate (with -state-files: its file.managed too) into this directory and exit (tools/saltcompare.sh gives Salt the same SLS)")
 	stateFiles := flag.Bool("state-files", false, "with -states: each SLS also manages a file in the device's own directory (every device a variant of its own)")
+	flag.BoolVar(orchMode, "orch", false, "time halite-run state.orchestrate of three steps over every device (test.ping; state.sls of two of -states' SLS; test.echo) instead of state.apply")
 	listen := flag.String("listen", "", "internal: -relay-child's addresses")
 	rollout := flag.String("rollout", "", "time firmware.rollout of this build (a halite-agent file) to -n devices behind -relays relays (default 1)")
 	batch := flag.String("batch", "10%", "with -rollout: the rollout's batch")
@@ -111,8 +113,10 @@ func main() {
 		}
 		profileTo = f
 	}
-	if *states {
-		if !*asJSON {
+	if *states || *orchMode {
+		if !*asJSON && *orchMode {
+			orchHeader(*rounds, *warmup)
+		} else if !*asJSON {
 			stateHeader(*rounds, *warmup)
 		}
 		for _, s := range strings.Split(*ns, ",") {

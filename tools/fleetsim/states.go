@@ -394,6 +394,11 @@ func measureStates(n, relays, rounds, warmup int, files, asJSON bool, ramp, admi
 	if err := writeStateRoots(srv, files); err != nil {
 		return err
 	}
+	if *orchMode {
+		if err := writeOrch(srv); err != nil {
+			return err
+		}
+	}
 	sim := &simDevices{grains: simGrains(filepath.Join(root, "devices")), cache: filepath.Join(root, "devcache"),
 		devs: map[string]*simDevice{}}
 	rep := &stateReport{Devices: n, Relays: relays, Files: files, States: statesPerDevice(files)}
@@ -437,7 +442,12 @@ func measureStates(n, relays, rounds, warmup int, files, asJSON bool, ramp, admi
 	rep.ConnectS = time.Since(start).Seconds()
 	simCPU0, masterCPU0, relayCPU0 := cpuTime(os.Getpid()), cpuTime(masterPID), cpuTime(relayPID)
 	load0 := loadAvg()
-	if err := stateRounds(ctx, sock, n, rounds, warmup, sim, rep); err != nil {
+	if *orchMode {
+		err = orchRounds(ctx, sock, n, rounds, warmup, rep)
+	} else {
+		err = stateRounds(ctx, sock, n, rounds, warmup, sim, rep)
+	}
+	if err != nil {
 		return err
 	}
 	all := float64(warmup + rounds)
@@ -450,6 +460,10 @@ func measureStates(n, relays, rounds, warmup int, files, asJSON bool, ramp, admi
 	if asJSON {
 		b, _ := json.Marshal(rep)
 		fmt.Println(string(b))
+		return nil
+	}
+	if *orchMode {
+		orchRow(rep)
 		return nil
 	}
 	fmt.Printf("| %d | %d | %d%s | %.1f s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.1f |\n", n, relays, rep.States,
