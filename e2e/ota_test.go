@@ -173,6 +173,18 @@ func TestOTA(t *testing.T) {
 		}
 	})
 
+	t.Run("kill -9 of the build on trial", func(t *testing.T) {
+		// The watchdog sees its child die before a master accepted it.
+		c.jsonOut("halite", "dev2", "firmware.update", "version=3.0.0")
+		var child int
+		waitFor(t, 30*time.Second, "the build on trial", func() bool {
+			child = childOf(c.agents["dev2"].cmd.Process.Pid)
+			return child > 0
+		})
+		syscall.Kill(child, syscall.SIGKILL)
+		c.waitResult("dev2", "devel", "3.0.0", "rolled_back", 60*time.Second, "signal: killed")
+	})
+
 	t.Run("kill -9 during the trial", func(t *testing.T) {
 		bin := filepath.Join(c.root, "dev2", "bin", "halite-agent")
 		c.jsonOut("halite", "dev2", "firmware.update", "version=3.0.0")
@@ -187,6 +199,19 @@ func TestOTA(t *testing.T) {
 			t.Errorf("reason %v", last["reason"])
 		}
 	})
+}
+
+// childOf returns a child process of pid, 0 if none.
+func childOf(pid int) int {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, e := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, e.Name()))
+		var child int
+		if _, err := fmt.Sscan(string(b), &child); err == nil {
+			return child
+		}
+	}
+	return 0
 }
 
 // TestOTARelay: devices behind a relay updated by firmware.rollout, a
