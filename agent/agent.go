@@ -17,6 +17,7 @@ import (
 	"github.com/halite-fleet/halite/agent/beacons"
 	"github.com/halite-fleet/halite/agent/exec"
 	"github.com/halite-fleet/halite/agent/grains"
+	"github.com/halite-fleet/halite/agent/ota"
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/event"
 	"github.com/halite-fleet/halite/internal/version"
@@ -63,6 +64,7 @@ type Agent struct {
 	jids      event.JIDGen                      // the jids of scheduled jobs
 	mine      mineState                         // mine.go
 	stcall    stateCallState                    // statecall.go
+	ota       otaState                          // firmware.go
 	blob      blobState                         // blobs.go
 	pillar    pillarState                       // pillar.go
 }
@@ -113,7 +115,8 @@ func New(cfg *config.Agent, log *zap.Logger) (*Agent, error) {
 		closeSpools()
 		return nil, err
 	}
-	a.grains = grains.NewFile(cfg.ID, cfg.Grains, cfg.GrainsFile(), log.Named("grains"))
+	a.initOTA()
+	a.grains = grains.NewFile(cfg.ID, buildGrains(cfg.Grains), cfg.GrainsFile(), log.Named("grains"))
 	a.exec = exec.New(exec.Options{
 		ID: cfg.ID, Version: Version, Grains: a.grains, Log: log.Named("exec"), Opts: cfg.Opts(),
 		OnGrainsRefresh: func(g map[string]any) {
@@ -152,6 +155,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	ctx, stop := context.WithCancel(ctx) // stopRun: an update hands over
+	defer stop()
+	a.ota.mu.Lock()
+	a.ota.stop = stop
+	a.ota.mu.Unlock()
+	a.settleUpdate()
 	g, gctx := errgroup.WithContext(ctx)
 	a.pillar.mu.Lock()
 	a.pillar.ctx = gctx
@@ -203,6 +212,18 @@ func (a *Agent) Run(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// buildGrains are the static grains with the agent's build added
+// (firmware.go) unless the configuration sets them.
+func buildGrains(static map[string]any) map[string]any {
+	g := make(map[string]any, len(static)+2)
+	g[grainPlatform] = ota.Platform()
+	g[grainVersion] = Version
+	for k, v := range static {
+		g[k] = v
+	}
+	return g
 }
 
 // errNotAccepted is a session's end when the master has not accepted our

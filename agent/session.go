@@ -177,6 +177,7 @@ func (a *Agent) serve(ctx context.Context, c *masterConn, watch func(context.Con
 	l, conn, f := c.l, c.conn, c.f
 	defer conn.CloseWithError(0, "")
 	a.log.Info("connected to master", zap.String("master", l.addr))
+	a.trialAccepted(l.addr) // firmware.go: a build on trial commits
 	a.nconn.Add(1)
 	a.bus.Publish("__master_connected", map[string]any{"master": l.addr})
 	defer func() {
@@ -468,6 +469,9 @@ func (a *Agent) runJob(ctx context.Context, b *protocol.JobBody, out *outbox) {
 	ret := &protocol.ReturnBody{
 		ID: a.cfg.ID, JID: b.JID, Fun: b.Fun, FunArgs: funArgs,
 		Return: res.Return, Retcode: res.Retcode, Success: res.Success,
+	}
+	if b.Fun == "firmware.update" && a.Handoff() != nil {
+		defer a.handOver(ctx, out) // firmware.go: once the return is queued
 	}
 	if a.queueReturn(out, ret) != nil {
 		// Lost (logged): let the next start report the job killed

@@ -66,6 +66,10 @@ type Agent struct {
 	// replay. 0 turns the time checks off (the record of jids already
 	// run, cachedir/jobs.log, still applies).
 	JobReplayWindow int `yaml:"job_replay_window"`
+	// UpdateTrialTimeout (Halite's update_trial_timeout), in seconds, is
+	// how long a new build installed by firmware.update has to reach a
+	// master and be accepted; past it the old build runs again.
+	UpdateTrialTimeout int `yaml:"update_trial_timeout"`
 
 	LogLevel        string `yaml:"log_level"`
 	LogFile         string `yaml:"log_file"`
@@ -124,6 +128,7 @@ func DefaultAgent() *Agent {
 		FileClient:         "remote",
 		SpoolMax:           16 << 20,
 		JobReplayWindow:    3600,
+		UpdateTrialTimeout: 120,
 		MineInterval:       60,
 		FileRoots:          map[string][]string{"base": {"/srv/halite"}},
 		LogLevel:           "warning",
@@ -178,6 +183,7 @@ func agentOptions() map[string]*option[Agent] {
 		optCount("spool_max", func(a *A) *int { return &a.SpoolMax }, "bytes of returns and events kept on disk until acknowledged"),
 		optBool("multifunc_ordered", func(a *A) *bool { return &a.MultifuncOrdered }, "a compound job returns a list in the functions' order, not a mapping by function"),
 		optCount("job_replay_window", func(a *A) *int { return &a.JobReplayWindow }, "seconds old a job may be; older is refused as a replay; 0: off"),
+		optRange("update_trial_timeout", 5, 86400, func(a *A) *int { return &a.UpdateTrialTimeout }, "seconds a build installed by firmware.update has to be accepted by a master; then the old build runs again"),
 		optLevel("log_level", func(a *A) *string { return &a.LogLevel }, "console log level"),
 		optStr("log_file", func(a *A) *string { return &a.LogFile }, "log file"),
 		optLevel("log_level_logfile", func(a *A) *string { return &a.LogLevelLogfile }, "log file level; unset: log_level"),
@@ -236,7 +242,7 @@ detect_remote_minions django_auth_path django_auth_settings drop_messages_signat
 eauth_acl_module eauth_tokens enable_ssh_minions enforce_mine_cache event_publisher_niceness event_return
 event_return_blacklist event_return_niceness event_return_queue event_return_queue_max_seconds
 event_return_whitelist ext_pillar_first external_auth fileserver_events fileserver_update_niceness
-fileserver_verify_config gather_job_timeout git_pillar_provider gitfs_provider hgfs_base hgfs_branch_method
+fileserver_verify_config firmware_dir gather_job_timeout git_pillar_provider gitfs_provider hgfs_base hgfs_branch_method
 hgfs_mountpoint hgfs_remotes hgfs_root hgfs_saltenv_blacklist hgfs_saltenv_whitelist jid_node jinja_env
 jinja_lstrip_blocks jinja_sls_env jinja_trim_blocks job_cache job_cache_store_endtime keep_acl_in_token
 keep_jobs keep_jobs_seconds key_cache key_pass maintenance_niceness master_job_cache master_pubkey_signature

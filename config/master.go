@@ -97,7 +97,12 @@ type Master struct {
 	ReactorRefreshInterval int                 `yaml:"reactor_refresh_interval"`
 	FileRoots              map[string][]string `yaml:"file_roots"`
 	PillarRoots            map[string][]string `yaml:"pillar_roots"`
-	MasterJobCache         string              `yaml:"master_job_cache"`
+	// FirmwareDir (Halite's firmware_dir) holds the agent builds that
+	// firmware.update and firmware.rollout install:
+	// FirmwareDir/<version>/<platform>/halite-agent, platform as
+	// `make cross` names them (linux-armv7, linux-arm64, ...).
+	FirmwareDir    string `yaml:"firmware_dir"`
+	MasterJobCache string `yaml:"master_job_cache"`
 	// ExtJobCache (Salt's ext_job_cache) are returners every job's
 	// returns also go to; "a,b" or a list.
 	ExtJobCache []string `yaml:"ext_job_cache"`
@@ -171,6 +176,7 @@ func DefaultMaster() *Master {
 		ReactorRefreshInterval: 60,
 		FileRoots:              map[string][]string{"base": {"/srv/halite"}},
 		PillarRoots:            map[string][]string{"base": {"/srv/pillar"}},
+		FirmwareDir:            "/srv/halite/firmware",
 		MasterJobCache:         "local_cache",
 		ReturnerQueueMax:       1_000_000,
 		Raw:                    map[string]any{},
@@ -236,6 +242,7 @@ func masterOptions() map[string]*option[Master] {
 		optInt("reactor_max_depth", func(m *M) *int { return &m.ReactorMaxDepth }, "loop guard: reactions an event may chain; 0: the default (3); below 0: off"),
 		optRange("reactor_refresh_interval", 1, 86400, func(m *M) *int { return &m.ReactorRefreshInterval }, "seconds between rereads of the reactor rules (also on SIGHUP)"),
 		optRoots("file_roots", func(m *M) *map[string][]string { return &m.FileRoots }, "directories of state and reactor files per environment"),
+		optStr("firmware_dir", func(m *M) *string { return &m.FirmwareDir }, "agent builds for firmware.update: <version>/<platform>/halite-agent (make cross's dist/ layout)"),
 		optRoots("pillar_roots", func(m *M) *map[string][]string { return &m.PillarRoots }, "directories of pillar files per environment"),
 		optStr("master_job_cache", func(m *M) *string { return &m.MasterJobCache }, "returner holding the job cache"),
 		optList("ext_job_cache", true, func(m *M) *[]string { return &m.ExtJobCache }, "returners every job's returns also go to"),

@@ -76,6 +76,9 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 		Funs: req.Funs, FunArgs: req.FunArgs, FunKwargs: req.FunKwargs,
 	}
 	states, err := m.compileStates(req, jb, minions) // states.go: nil unless a state function
+	if err == nil && states == nil {
+		states, err = m.firmwareJobs(req, jb, minions) // firmware.go: one job per platform
+	}
 	if err != nil {
 		return nil, err
 	}

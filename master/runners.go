@@ -32,6 +32,7 @@ func (m *Master) runners() map[string]callFunc {
 		returnerRunners(m),    // returners.go
 		orchestrateRunners(m), // orchestrate.go
 		discoveryRunners(m),   // discovery.go
+		firmwareRunners(m),    // firmware.go
 	} {
 		maps.Copy(r, t)
 	}

@@ -4,6 +4,16 @@ package master
 // halite-run -d prints (Salt prints its runners' docstrings). Every runner
 // has one (TestRunnerDocs).
 var runnerDocs = map[string]string{
+	"firmware.rollout": `Update the agents a target matches to another build, batch by
+batch: each batch runs firmware.update (the build comes from firmware_dir)
+and waits for every device to report updated, rolled_back or failed (or
+timeout=SECONDS, default 600); once more than max_failures devices failed,
+the rollout stops before the next batch. batch and max_failures are a
+percentage of the devices to update or a count (defaults 10% and 2%).
+Devices on the version already are skipped. Each batch fires
+halite/firmware/rollout/<jid>/batch.
+
+    halite-run firmware.rollout 'cam-*' version=1.4.0 batch=10% max_failures=2%`,
 	"pillar.show_pillar": `Return the pillar of a minion, compiled afresh from pillar_roots and
 ext_pillar with the grains the master holds for it (nothing is kept;
 rendering errors are given in full under _errors). pillarenv=ENV reads

@@ -246,6 +246,12 @@ func (m *Master) sendStates(sj *stateJobs, req *api.Request, tgtType string) (no
 			notConnected = append(notConnected, m.fanOut(g.job, byRelay, needIDs || g.many)...)
 		}
 	}
+	if sj.stats.Devices == 0 { // firmware.update's variants (firmware.go)
+		m.log.Info("published job variants", zap.String("fun", req.Fun), zap.Int("jobs", len(sj.groups)),
+			zap.Int("not_connected", len(notConnected)))
+		sort.Strings(notConnected)
+		return notConnected
+	}
 	m.log.Info("compiled states", zap.String("fun", req.Fun), zap.Int("devices", sj.stats.Devices),
 		zap.Int("compiled", sj.stats.Compiled), zap.Int("variants", sj.stats.Variants),
 		zap.Int("jobs", len(sj.groups)), zap.Duration("took", sj.stats.Took))

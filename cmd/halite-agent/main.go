@@ -18,11 +18,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"time"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/halite-fleet/halite/agent"
+	"github.com/halite-fleet/halite/agent/ota"
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/internal/callcmd"
 	"github.com/halite-fleet/halite/internal/cli"
@@ -42,6 +44,16 @@ type options struct {
 }
 
 func main() { os.Exit(Main()) }
+
+// otaMode is how agent/ota started this process: ota.ModeTrial (a build on
+// trial, its watchdog the old build), ota.ModeRestart (exec'd by the
+// watchdog), or "".
+var otaMode = ota.Mode()
+
+// breakConfig is nil but in the build with -tags halite_unreachable
+// (unreachable.go), a build that cannot reach its master, which the e2e
+// tests install over the air to see it rolled back.
+var breakConfig func(*config.Agent)
 
 // Main runs the command with os.Args and returns its exit status: the
 // caller's when started as halite-call or as "halite-agent call".
@@ -71,7 +83,8 @@ func Main() int {
 	if err == nil && fs.NArg() > 0 {
 		err = cli.Usagef("unexpected argument %q", fs.Arg(0))
 	}
-	if err == nil && o.daemon && !daemon.IsChild() {
+	if err == nil && o.daemon && !daemon.IsChild() && otaMode == "" {
+		// (A process agent/ota started is detached already.)
 		// The child runs the rest; its start's errors come back here.
 		err = daemon.Detach(os.Stderr)
 		var de *daemon.ExitError
@@ -118,6 +131,9 @@ func run(ctx context.Context, o options, hup <-chan os.Signal, stdout, stderr io
 	if o.id != "" {
 		cfg.ID = o.id
 	}
+	if breakConfig != nil {
+		breakConfig(cfg) // only in the e2e tests' broken build (unreachable.go)
+	}
 	if os.Getenv("GOGC") == "" && cfg.Beacons != nil {
 		// Beacons allocate a little every interval, so the heap climbs to
 		// the collector's floor, 4 MiB at Go's GOGC=100 (+4.9 MiB RSS with
@@ -131,7 +147,7 @@ func run(ctx context.Context, o options, hup <-chan os.Signal, stdout, stderr io
 		return err
 	}
 	defer log.Sync()
-	if o.pidFile != "" {
+	if o.pidFile != "" && otaMode != ota.ModeTrial { // the watchdog holds the pid file
 		remove, err := daemon.WritePIDFile(o.pidFile)
 		if err != nil {
 			return err
@@ -169,8 +185,39 @@ func run(ctx context.Context, o options, hup <-chan os.Signal, stdout, stderr io
 	if err := daemon.Ready(); err != nil {
 		return err
 	}
-	if cfg.Relay == nil {
-		return a.Run(ctx)
+	if otaMode == ota.ModeTrial {
+		a.SetTrial()
+		log.Info("on trial: this build must be accepted by a master", zap.Int("within_seconds", cfg.UpdateTrialTimeout))
 	}
-	return runRelay(ctx, cfg, a, log)
+	if cfg.Relay == nil {
+		err = a.Run(ctx)
+	} else {
+		err = runRelay(ctx, cfg, a, log)
+	}
+	if m := a.Handoff(); m != nil && err == nil {
+		return watchUpdate(ctx, a.OTAPaths(), m, log)
+	}
+	return err
+}
+
+// watchUpdate is the old build's part in an update: its agent has stopped;
+// it runs the staged build on trial and, when the trial is over, becomes
+// the build that boots (agent/ota: Watch, Restart).
+func watchUpdate(ctx context.Context, p ota.Paths, m *ota.Marker, log *zap.Logger) error {
+	log.Info("update: the new build goes on trial", zap.String("version", m.Version), zap.Int("timeout_seconds", m.Timeout))
+	out, err := ota.Watch(ctx, p, os.Args[0], os.Args[1:], os.Environ(), time.Duration(m.Timeout)*time.Second,
+		func(f string, a ...any) { log.Info(fmt.Sprintf(f, a...)) })
+	if err != nil {
+		log.Error("update: watching the trial", zap.Error(err))
+	}
+	if out.Committed {
+		log.Info("update: the new build was accepted; restarting as it", zap.String("version", m.Version))
+	} else {
+		log.Warn("update: the new build failed its trial; restarting the old one", zap.String("reason", out.Reason))
+	}
+	if ctx.Err() != nil {
+		return nil // stopped: the next start settles the trial
+	}
+	log.Sync()
+	return ota.Restart(p, os.Args, os.Environ())
 }

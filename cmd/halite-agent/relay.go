@@ -27,7 +27,10 @@ func runRelay(ctx context.Context, cfg *config.Agent, a *agent.Agent, log *zap.L
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return a.Run(gctx) })
-	g.Go(func() error { return r.Run(gctx) })
+	rctx, stop := context.WithCancel(gctx)
+	// The relay stops with the agent (an update hands over when the
+	// agent's Run returns).
+	g.Go(func() error { defer stop(); return a.Run(gctx) })
+	g.Go(func() error { return r.Run(rctx) })
 	return g.Wait()
 }

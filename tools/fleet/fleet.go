@@ -52,6 +52,9 @@ type Options struct {
 	// Addrs, if set, are relays (or masters) to spread the agents over:
 	// agent i dials Addrs[i%len(Addrs)] instead of Start's addr.
 	Addrs []string
+	// Firmware makes the agents run firmware.update (firmware.go): fetch
+	// the build's chunks, fire halite/firmware/<id>/updated.
+	Firmware bool
 }
 
 // Fleet is a running simulated fleet.
@@ -70,6 +73,9 @@ type Fleet struct {
 
 	errMu sync.Mutex
 	errs  map[string]int // why sessions ended or failed, counted
+
+	fetchMu    sync.Mutex
+	fetchTimes []time.Duration
 
 	verifiedMu sync.Mutex
 	verified   map[string]*protocol.JobBody
@@ -441,6 +447,10 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 		body, err := f.openJob(job, masterPub)
 		if err != nil {
 			return err
+		}
+		if f.opts.Firmware && body.Fun == "firmware.update" {
+			go f.firmware(ctx, a, body, fr, macKey)
+			continue
 		}
 		if f.opts.Exec != nil {
 			go f.exec(ctx, a, body, fr, macKey)

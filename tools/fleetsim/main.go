@@ -7,6 +7,7 @@
 //	fleetsim [-n 100,1000,5000] [-rounds 10] [-warmup 1]
 //	fleetsim -relays 10 -n 10000 [-storm term|kill] [-json]
 //	fleetsim -states [-state-files] [-relays 2] -n 1000 [-rounds 5] [-json]
+//	fleetsim -rollout BUILD [-relays 1] -n 1000 [-batch 10%] [-json]
 //	fleetsim -orch [-relays 2] -n 200 [-rounds 5] [-json]
 //	fleetsim -fetch 10 -relays 1 -n 1000 [-json]
 //
@@ -19,6 +20,9 @@
 //
 // -fetch M times N devices behind the relays fetching one M MiB file by
 // chunks (fetch.go), and reports the bytes on the relays' upstream links.
+// -rollout times firmware.rollout of BUILD to simulated devices behind
+// relays, and counts the chunk bytes the relays fetched from the master
+// (rollout.go).
 //
 // -states times `halite 'sim-*' state.apply` of a 20-file highstate
 // instead of test.ping: compiled per device on the master, run by each
@@ -66,7 +70,20 @@ func main() {
 	flag.BoolVar(orchMode, "orch", false, "time halite-run state.orchestrate of three steps over every device (test.ping; state.sls of two of -states' SLS; test.echo) instead of state.apply")
 	listen := flag.String("listen", "", "internal: -relay-child's addresses")
 	fetchMiB := flag.Int("fetch", 0, "time the devices fetching one file of this many MiB by chunks through -relays (at least 1) instead of test.ping")
+	rollout := flag.String("rollout", "", "time firmware.rollout of this build (a halite-agent file) to -n devices behind -relays relays (default 1)")
+	batch := flag.String("batch", "10%", "with -rollout: the rollout's batch")
 	flag.Parse()
+	if *rollout != "" {
+		n, err := strconv.Atoi(*ns)
+		if err == nil {
+			err = measureRollout(n, max(*relays, 1), *rollout, *batch, *asJSON)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fleetsim:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if a := os.Getenv("FLEETSIM_PPROF"); a != "" && !*child && !*masterChildFlag {
 		// Profiling the simulator and its master: go tool pprof http://<a>/debug/pprof/profile
 		go http.ListenAndServe(a, nil)
