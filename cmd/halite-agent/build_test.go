@@ -12,7 +12,7 @@ import (
 )
 
 // allTags are the agent's own build tags, all at once.
-const allTags = "relay,engines,starlark,reactor,webhook,halite_tamper"
+const allTags = "relay,engines,starlark,reactor,webhook,halite_tamper,halite_unreachable"
 
 // tagBuilds is every build-tag combination of the agent that is supported,
 // and what each must link. Each tag alone and all together are type-checked
@@ -33,6 +33,7 @@ var tagBuilds = []struct {
 	{name: "host/reactor", tags: "reactor", links: "github.com/halite-fleet/halite/render"}, // Jinja (gonja)
 	{name: "host/webhook", tags: "webhook", links: "github.com/halite-fleet/halite/returners/webhook"},
 	{name: "host/halite_tamper", tags: "halite_tamper", links: "github.com/halite-fleet/halite/relay"},
+	{name: "host/halite_unreachable", tags: "halite_unreachable"}, // the OTA tests' build that never reaches a master
 	{name: "host/all", tags: allTags},
 	{name: "armv7/relay", arm: true, tags: "relay", build: true, links: "github.com/halite-fleet/halite/relay"},
 	{name: "armv7/all", arm: true, tags: allTags, links: "github.com/halite-fleet/halite/relay"},
