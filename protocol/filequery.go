@@ -154,6 +154,9 @@ type FileAnswerBody struct {
 	// Env is the saltenv the master looked in (the URL's ?saltenv= wins
 	// over Saltenv; "base" when none is given).
 	Env string `cbor:"10,keyasint,omitempty"`
+	// Missing: Err says that no file (or directory) is there, which
+	// Salt's cp functions answer with False or "" rather than an error.
+	Missing bool `cbor:"11,keyasint,omitempty"`
 }
 
 // FileEntry is one file of an answer: its path relative to its root
