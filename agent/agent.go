@@ -67,6 +67,7 @@ type Agent struct {
 	ota       otaState                          // firmware.go
 	blob      blobState                         // blobs.go
 	pillar    pillarState                       // pillar.go
+	fq        fileQueryState                    // files.go
 }
 
 // New loads (or makes) the agent's identity, opens its outbox spool
@@ -125,7 +126,8 @@ func New(cfg *config.Agent, log *zap.Logger) (*Agent, error) {
 			}
 		},
 		Pillar: a.Pillar, FetchPillar: a.FreshPillar, RefreshPillar: a.RefreshPillar,
-		Host: a,
+		Files: a.Files(),
+		Host:  a,
 	})
 	if a.beacons, err = a.newBeacons(); err == nil {
 		a.engines, err = a.newEngines()

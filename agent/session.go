@@ -380,6 +380,8 @@ func (a *Agent) readLoop(ctx, sessCtx context.Context, l *link, f *protocol.Fram
 			a.blobReply(msg)
 		case *protocol.PillarData:
 			a.pillarReply(msg)
+		case *protocol.FileAnswer:
+			a.fileReply(msg)
 		case *protocol.Ack:
 			a.ackSpool(l.out, min(msg.Seq, sent.Load()))
 		case *protocol.Error:

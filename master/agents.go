@@ -602,6 +602,8 @@ func (m *Master) handle(ctx context.Context, s *session, msg protocol.Message) e
 		m.answerBlobGet(s, msg) // blobserve.go
 	case *protocol.PillarGet:
 		m.answerPillarGet(s, msg) // pillarcall.go
+	case *protocol.FileQuery:
+		m.answerFileQuery(s, msg) // filequery.go
 	case *protocol.Ping:
 		if b, err := protocol.Encode(&protocol.Pong{Seq: msg.Seq}); err == nil {
 			s.send(b)

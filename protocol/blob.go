@@ -16,8 +16,8 @@ package protocol
 //	  |                            | <------ BlobData{Req', Data}
 //	  | <------ BlobData{Req, Data}| verified, cached          |
 //
-// Types 18 (FileQuery) and 19 (FileAnswer) are reserved for the file
-// server's listings (cp.list_master, cp.hash_file): see message.go.
+// The file server's questions (cp.list_master, cp.hash_file, cp.get_file)
+// are FileQuery and FileAnswer: see filequery.go.
 
 // BlobHashSize is the length of a chunk's name: a SHA-256.
 const BlobHashSize = 32

@@ -55,7 +55,26 @@ func seedMessages(tb testing.TB) []Message {
 		&PillarGet{Req: 11, Nonce: make([]byte, MinPillarNonce)},
 		&PillarData{Req: 11, Sealed: make([]byte, SealOverhead+8)},
 		&PillarData{Req: 12, Err: "pillar of web1 failed"},
+		&FileQuery{Req: 13, Op: FileFind, Path: "salt://web/app.conf?saltenv=prod", Nonce: make([]byte, MinFileNonce)},
+		&FileQuery{Req: 14, Op: FileTemplate, Path: "salt://t.j2", Nonce: make([]byte, MinFileNonce), Context: map[string]any{"port": 80}},
+		&FileAnswer{Req: 13, Signed: seedFileAnswer(tb)},
+		&FileAnswer{Req: 14, Err: "the relay cannot reach the master now"},
 	}
+}
+
+// seedFileAnswer is a signed FileAnswerBody with a file by manifest.
+func seedFileAnswer(tb testing.TB) Signed {
+	tb.Helper()
+	m, err := NewManifest(bytes.NewReader([]byte("hello")))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := SignFileAnswer(fuzzKey, &FileAnswerBody{ID: "cam1", Nonce: make([]byte, MinFileNonce), Op: FileDir,
+		Path: "salt://web", Files: []FileEntry{{Path: "web/a", Manifest: &m}}, Dirs: []string{"web/empty"}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
 }
 
 // seedFrames returns frame bodies: valid, truncated, oversized and of the

@@ -43,8 +43,11 @@ const (
 	TypeBlobGet Type = 16
 	// TypeBlobData answers a BlobGet with the chunk (see BlobData).
 	TypeBlobData Type = 17
-	// 18 (FileQuery) and 19 (FileAnswer) are reserved for the file
-	// server's listings. Not yet defined.
+	// TypeFileQuery asks the master about salt:// files, agent to master
+	// (see FileQuery).
+	TypeFileQuery Type = 18
+	// TypeFileAnswer answers a FileQuery, master to agent (see FileAnswer).
+	TypeFileAnswer Type = 19
 	// TypePillarGet asks the master for the asking device's pillar, agent
 	// to master (see PillarGet).
 	TypePillarGet Type = 20
@@ -59,6 +62,7 @@ var typeNames = [...]string{
 	TypeBatch: "batch", TypeMineGet: "mine_get", TypeMineData: "mine_data",
 	TypeStateGet: "state_get", TypeStateJob: "state_job",
 	TypeBlobGet: "blob_get", TypeBlobData: "blob_data",
+	TypeFileQuery: "file_query", TypeFileAnswer: "file_answer",
 	TypePillarGet: "pillar_get", TypePillarData: "pillar_data",
 }
 
@@ -126,6 +130,10 @@ func Decode(frame []byte) (Message, error) {
 		m = new(BlobGet)
 	case TypeBlobData:
 		m = new(BlobData)
+	case TypeFileQuery:
+		m = new(FileQuery)
+	case TypeFileAnswer:
+		m = new(FileAnswer)
 	case TypePillarGet:
 		m = new(PillarGet)
 	case TypePillarData:

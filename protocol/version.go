@@ -51,7 +51,12 @@ const ALPN = "halite/1"
 //	   device it is for in "__keys__" (SealKwargs), not "__state__"; the
 //	   CLI's pillar= is no longer in a state job's Kwarg. An older agent
 //	   gets a state job only when no pillar went into its compile.
-const CapabilityVersion = 13
+//	14: 2026-11-27: FileQuery and FileAnswer (types 18 and 19): an
+//	   agent's cp.* functions ask the master about salt:// files (find,
+//	   hash, list, dirs, dir, template) and get a master-signed answer
+//	   (files by Manifest, fetched by chunks); relays forward both
+//	   unchanged.
+const CapabilityVersion = 14
 
 // CapAck is the first CapabilityVersion whose masters send Ack: an agent
 // talking to an older master drops an item from its outbox once written.
@@ -88,3 +93,7 @@ const CapPillar = 12
 // CapSealedState is the first CapabilityVersion whose agents open sealed
 // state jobs.
 const CapSealedState = 13
+
+// CapFileQuery is the first CapabilityVersion whose masters answer
+// FileQuery and whose relays forward it.
+const CapFileQuery = 14

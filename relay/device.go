@@ -449,7 +449,7 @@ func (r *Relay) readDevice(d *device, f *protocol.Framer) {
 			if up != nil {
 				up.send(protocol.AppendFrame(nil, b))
 			}
-		case *protocol.MineGet, *protocol.StateGet, *protocol.PillarGet:
+		case *protocol.MineGet, *protocol.StateGet, *protocol.PillarGet, *protocol.FileQuery:
 			// Requests the master answers for the device's own session
 			// (it knows the asker from the stream): they go up as they
 			// are, and the answer comes down (link.go). Without an
@@ -568,6 +568,8 @@ func (r *Relay) noUpstream(d *device, msg protocol.Message) {
 		ans = &protocol.StateJob{Req: m.Req, Err: why}
 	case *protocol.PillarGet:
 		ans = &protocol.PillarData{Req: m.Req, Err: why}
+	case *protocol.FileQuery:
+		ans = &protocol.FileAnswer{Req: m.Req, Err: why}
 	default:
 		return
 	}

@@ -474,6 +474,14 @@ func (r *Relay) readUp(ctx context.Context, l *link, d *device, up *sender, s *q
 			// Answers to the device's own requests; a StateJob's job is
 			// signed by the master, and the device checks it.
 			d.down.send(protocol.AppendFrame(nil, b))
+		case *protocol.FileAnswer:
+			// Signed by the master over the device's question; the
+			// device checks it (and each chunk it then fetches).
+			wire := protocol.AppendFrame(nil, b)
+			if r.tamper != nil {
+				wire = r.tamper(protocol.TypeFileAnswer, wire)
+			}
+			d.down.send(wire)
 		case *protocol.Ping:
 			if pb, err := protocol.Encode(&protocol.Pong{Seq: msg.Seq}); err == nil {
 				up.send(protocol.AppendFrame(nil, pb))

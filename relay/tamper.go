@@ -38,8 +38,9 @@ func (t *tapped) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// flipSigned returns wire (a whole frame of a job or a return) with the
-// last byte of its signed body flipped, or (a chunk's BlobData) a byte of
+// flipSigned returns wire (a whole frame of a job, a return or a
+// FileAnswer) with the last byte of its signed body flipped, or (a chunk's
+// BlobData) a byte of
 // the chunk flipped: what a relay that tampers would do, which the ends
 // must refuse.
 func flipSigned(wire []byte) ([]byte, error) {
@@ -55,6 +56,11 @@ func flipSigned(wire []byte) ([]byte, error) {
 	case *protocol.Job:
 		s = &m.Signed
 	case *protocol.Return:
+		s = &m.Signed
+	case *protocol.FileAnswer:
+		if m.Err != "" {
+			return wire, nil
+		}
 		s = &m.Signed
 	case *protocol.BlobData:
 		// A chunk the relay serves: one byte of it altered.

@@ -11,8 +11,8 @@ import (
 )
 
 // A relay built with -tags halite_tamper alters what it forwards, as
-// HALITE_TEST_TAMPER says: "job" or "return" flips a byte of the signed
-// body of every frame of that type, "blob_data" a byte of every chunk it
+// HALITE_TEST_TAMPER says: "job", "return" or "file_answer" flips a byte
+// of the signed body of every frame of that type, "blob_data" a byte of every chunk it
 // serves to a device; "replay" records the first job it
 // forwards and sends it again in front of every later job (the same
 // signed bytes: what a relay that recorded a job would replay, to a device

@@ -89,6 +89,9 @@ type Options struct {
 	Pillar        func() map[string]any
 	FetchPillar   func(ctx context.Context) (map[string]any, error)
 	RefreshPillar func(ctx context.Context, wait bool, timeout time.Duration, cleanCache bool) bool
+	// Files is the master's file server for cp.* (the running agent's
+	// FileQuery client); nil: the local file_roots (NewLocalFiles).
+	Files FileClient
 }
 
 // Executor runs execution functions for jobs. It is safe for concurrent use;
@@ -104,6 +107,7 @@ type Executor struct {
 	pillar        func() map[string]any
 	fetchPillar   func(ctx context.Context) (map[string]any, error)
 	refreshPillar func(ctx context.Context, wait bool, timeout time.Duration, cleanCache bool) bool
+	files         FileClient
 	host          any
 	pid           int
 
@@ -149,6 +153,7 @@ func New(opts Options) *Executor {
 		pillar:        opts.Pillar,
 		fetchPillar:   opts.FetchPillar,
 		refreshPillar: opts.RefreshPillar,
+		files:         opts.Files,
 		jobs:          make(map[uint64]*job),
 	}
 }

@@ -174,11 +174,12 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	if (strings.HasPrefix(o.fun, "beacons.") && o.fun != "beacons.list_available") ||
 		strings.HasPrefix(o.fun, "schedule.") || strings.HasPrefix(o.fun, "mine.") ||
-		(!o.local && !masterless(cfg) && (strings.HasPrefix(o.fun, "pillar.") ||
+		(!o.local && !masterless(cfg) && (strings.HasPrefix(o.fun, "pillar.") || strings.HasPrefix(o.fun, "cp.") ||
 			o.fun == "saltutil.refresh_pillar" || o.fun == "saltutil.pillar_refresh")) {
 		// The beacons live in the running agent: ask it. So does the
 		// pillar, which only the agent holds (in memory); halite-call
-		// --local has an empty one.
+		// --local has an empty one. cp.* asks the master's file server
+		// on the agent's session; with --local it reads file_roots.
 		return callAgent(ctx, cfg, o.fun, args, kwargs, stdout, oo, o.out, o.passthrough)
 	}
 	g := grains.NewSkipped()
