@@ -40,9 +40,10 @@ func TestPillarFromMaster(t *testing.T) {
 		waitFor(t, "a PillarGet", func() bool {
 			g = lastPillarGet(a)
 			a.pillar.mu.Lock()
-			_, waiting := a.pillar.waiting[a.pillar.next]
+			next := a.pillar.next
+			_, waiting := a.pillar.waiting[next]
 			a.pillar.mu.Unlock()
-			return g != nil && g.Req == a.pillar.next && waiting
+			return g != nil && g.Req == next && waiting
 		})
 		a.pillarReply(&protocol.PillarData{Req: g.Req, Sealed: box(g.Nonce)})
 		return <-errc
