@@ -29,7 +29,7 @@ var (
 	bucketReturns = []byte("returns")
 )
 
-// maxGroup is the most returns one commit carries.
+// maxGroup is the most returns and loads one commit carries.
 const maxGroup = 4096
 
 // purgeChunk is the most keys one CleanOld transaction deletes, so a large
@@ -69,6 +69,9 @@ type Cache struct {
 
 type pendingReturn struct {
 	key, val []byte
+	// load: a job's load (bucket loads, replacing one of the same jid),
+	// else a return (bucket returns, kept if one is held already).
+	load bool
 	// Set by the commit that stored it, before it tells done.
 	isNew bool // the return was not held before
 	err   error
@@ -159,13 +162,16 @@ func EncodeLoad(l *Load) ([]byte, error) {
 	return b, nil
 }
 
-// SaveLoadEncoded records the load of jid as EncodeLoad returned it.
+// SaveLoadEncoded records the load of jid as EncodeLoad returned it. It
+// returns when the load is durable on disk; like returns, loads saved at
+// the same time share one commit (the group commit below), so that jobs
+// published at once (the reactor's workers) do not wait for a commit each.
 func (c *Cache) SaveLoadEncoded(jid string, b []byte) error {
-	err := c.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketLoads).Put([]byte(jid), b)
-	})
-	if err != nil {
-		return fmt.Errorf("save load %s: %w", jid, err)
+	done := make(chan groupResult, 2) // its result, and one call to lead
+	p := &pendingReturn{key: []byte(jid), val: b, load: true, done: done}
+	c.commitQueued([]*pendingReturn{p}, done)
+	if p.err != nil {
+		return fmt.Errorf("save load %s: %w", jid, p.err)
 	}
 	return nil
 }
@@ -304,12 +310,19 @@ func wrapReturnErr(r *protocol.ReturnBody, err error) error {
 func (c *Cache) commitGroup(group []*pendingReturn) {
 	put := func(ps []*pendingReturn) error {
 		return c.db.Update(func(tx *bolt.Tx) error {
-			b := tx.Bucket(bucketReturns)
+			b, loads := tx.Bucket(bucketReturns), tx.Bucket(bucketLoads)
 			for _, p := range ps {
 				// A group retried member by member starts over.
 				p.isNew = false
 			}
 			for _, p := range ps {
+				if p.load {
+					if err := loads.Put(p.key, p.val); err != nil {
+						return err
+					}
+					p.isNew = true
+					continue
+				}
 				if b.Get(p.key) != nil {
 					continue
 				}
