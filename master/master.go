@@ -44,6 +44,11 @@ type Master struct {
 	name string // the master's id
 	jids event.JIDGen
 
+	// runnerTable is runners(), built once (runnersOnce); callers must
+	// not change it.
+	runnersOnce sync.Once
+	runnerTable map[string]callFunc
+
 	// Keys: the key store (package keys), and what bounds the agents
 	// that wait on it.
 	keys *keys.Store

@@ -268,8 +268,11 @@ func (e *Engine) Submit(ev event.Event) bool {
 	m := e.match
 	e.mu.RUnlock()
 	idx := m.match(ev.Tag, nil)
-	if ce := e.log.Check(zap.DebugLevel, "Gathering reactors for tag "+ev.Tag); ce != nil {
-		ce.Write(zap.Int("rules", len(idx)))
+	// Messages built only when logged: every event of the bus passes here.
+	if e.debug() {
+		if ce := e.log.Check(zap.DebugLevel, "Gathering reactors for tag "+ev.Tag); ce != nil {
+			ce.Write(zap.Int("rules", len(idx)))
+		}
 	}
 	if len(idx) == 0 {
 		return false
@@ -308,6 +311,9 @@ func (e *Engine) overflowed(tag string, n uint64) {
 		})
 	}
 }
+
+// debug reports whether the engine logs at debug level.
+func (e *Engine) debug() bool { return e.log.Core().Enabled(zap.DebugLevel) }
 
 func (e *Engine) fire(tag string, data map[string]any) {
 	if e.opts.Fire != nil {
@@ -368,8 +374,10 @@ func (e *Engine) react(ctx context.Context, w work) {
 	rules := e.rules
 	e.mu.RUnlock()
 	own := strings.HasPrefix(w.ev.Tag, ownPrefix)
-	if ce := e.log.Check(zap.DebugLevel, "Compiling reactions for tag "+w.ev.Tag); ce != nil {
-		ce.Write()
+	if e.debug() {
+		if ce := e.log.Check(zap.DebugLevel, "Compiling reactions for tag "+w.ev.Tag); ce != nil {
+			ce.Write()
+		}
 	}
 	for _, i := range w.rules {
 		if i >= len(rules) {
@@ -416,8 +424,10 @@ func (e *Engine) compile(file string, ev event.Event) ([]*Reaction, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ce := e.log.Check(zap.DebugLevel, "Rendered data from file: "+file+":\n"+text); ce != nil {
-		ce.Write(zap.String("tag", ev.Tag))
+	if e.debug() {
+		if ce := e.log.Check(zap.DebugLevel, "Rendered data from file: "+file+":\n"+text); ce != nil {
+			ce.Write(zap.String("tag", ev.Tag))
+		}
 	}
 	return Compile(file, ev.Tag, entries)
 }

@@ -177,7 +177,15 @@ func run(ctx context.Context, o options) (err error) {
 	upIn := time.Since(start)
 
 	if o.reactor > 0 {
-		rounds, err := runReactor(ctx, o, sock, ids)
+		cpu := func() (m, a time.Duration) {
+			m, _ = cpuTime(master.pid())
+			for _, p := range agents {
+				d, _ := cpuTime(p.pid())
+				a += d
+			}
+			return m, a
+		}
+		rounds, err := runReactor(ctx, o, sock, ids, cpu)
 		if err != nil {
 			return err
 		}

@@ -52,18 +52,23 @@ type reactorRound struct {
 	kept      int // returns found in the job cache afterwards
 	firstRet  time.Duration
 	reactions float64 // events / total
+	// CPU time per reaction of the master and of the agents together
+	// (from /proc/<pid>/stat, 10 ms ticks).
+	masterCPU, agentCPU time.Duration
 }
 
 // runReactor fires o.reactor events per round at the fleet ids through
 // the master's socket sock and reports each round.
-func runReactor(ctx context.Context, o options, sock string, ids []string) ([]reactorRound, error) {
+// cpu is a function returning the CPU time the master and the agents have
+// used so far; each round reports what it took of both.
+func runReactor(ctx context.Context, o options, sock string, ids []string, cpu func() (master, agents time.Duration)) ([]reactorRound, error) {
 	var rounds []reactorRound
 	for r := 0; r < o.warmup+o.runs; r++ {
 		events := o.reactor
 		if r < o.warmup {
 			events = min(o.reactor, 100)
 		}
-		rr, err := reactorOnce(ctx, sock, ids, events, o.fire, r)
+		rr, err := reactorOnce(ctx, sock, ids, events, o.fire, r, cpu)
 		if err != nil {
 			return nil, fmt.Errorf("reactor round %d: %w", r, err)
 		}
@@ -74,7 +79,8 @@ func runReactor(ctx context.Context, o options, sock string, ids []string) ([]re
 	return rounds, nil
 }
 
-func reactorOnce(ctx context.Context, sock string, ids []string, events, fire, round int) (reactorRound, error) {
+func reactorOnce(ctx context.Context, sock string, ids []string, events, fire, round int,
+	cpu func() (master, agents time.Duration)) (reactorRound, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	// The stream of returns, live before the first event.
@@ -118,6 +124,7 @@ func reactorOnce(ctx context.Context, sock string, ids []string, events, fire, r
 		}
 	}()
 
+	m0, a0 := cpu()
 	start := time.Now()
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -174,6 +181,7 @@ func reactorOnce(ctx context.Context, sock string, ids []string, events, fire, r
 		}
 	}
 	wg.Wait()
+	m1, a1 := cpu()
 	if fireErr != nil {
 		return reactorRound{}, fireErr
 	}
@@ -183,7 +191,8 @@ func reactorOnce(ctx context.Context, sock string, ids []string, events, fire, r
 		return reactorRound{}, err
 	}
 	return reactorRound{fired: time.Duration(lastFired.Load()), published: lastNew, total: last, firstRet: first, returns: len(seen), kept: kept,
-		reactions: float64(events) / last.Seconds()}, nil
+		reactions: float64(events) / last.Seconds(),
+		masterCPU: (m1 - m0) / time.Duration(events), agentCPU: (a1 - a0) / time.Duration(events)}, nil
 }
 
 // countKept looks every job of seen (jid → device) up in the job cache and
@@ -235,12 +244,13 @@ func printReactor(o options, rounds []reactorRound) {
 	fmt.Printf("The reactor through real processes: %d events per round fired with `event.send` on the master's socket "+
 		"(one connection each, %d at a time), each driving local.test.ping on one of %d agents; %d rounds after %d warm-up; load average %s\n\n",
 		o.reactor, o.fire, o.n, len(rounds), o.warmup, loadAvg())
-	fmt.Println("| round | events fired in | last job published | first return | last return | returns | kept in the job cache | reactions/s |")
-	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| round | events fired in | last job published | first return | last return | returns | kept in the job cache | reactions/s | master CPU per reaction | agents' CPU per reaction |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	var rates []float64
 	lost := 0
 	for i, r := range rounds {
-		fmt.Printf("| %d | %s | %s | %s | %s | %d | %d | %.0f |\n", i+1, ms(r.fired), ms(r.published), ms(r.firstRet), ms(r.total), r.returns, r.kept, r.reactions)
+		fmt.Printf("| %d | %s | %s | %s | %s | %d | %d | %.0f | %s | %s |\n", i+1, ms(r.fired), ms(r.published), ms(r.firstRet), ms(r.total),
+			r.returns, r.kept, r.reactions, us(r.masterCPU), us(r.agentCPU))
 		rates = append(rates, r.reactions)
 		lost += r.returns - r.kept
 	}
@@ -263,4 +273,29 @@ func loadAvg() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
+
+// cpuTime is the user and system time pid has used (/proc/<pid>/stat).
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read cpu time of pid %d: %w", pid, err)
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	var ut, st int64
+	fmt.Sscan(f[11], &ut) // utime: field 14 of the whole line
+	fmt.Sscan(f[12], &st) // stime: field 15
+	// USER_HZ is 100 on Linux.
+	return time.Duration(ut+st) * 10 * time.Millisecond, nil
 }
