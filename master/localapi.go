@@ -312,8 +312,15 @@ func (m *Master) serveEvents(ctx context.Context, a *apiConn, req *api.Request) 
 	for n := 0; count <= 0 || n < count; n++ {
 		select {
 		case ev := <-sub.C():
-			if err := a.send(&api.Response{Kind: api.KindEvent, Tag: ev.Tag, Data: ev.Data}); err != nil {
+			// A burst of events goes out in a few writes: the buffer is
+			// flushed when no more are waiting (or full).
+			if err := a.queue(&api.Response{Kind: api.KindEvent, Tag: ev.Tag, Data: ev.Data}); err != nil {
 				return
+			}
+			if len(sub.C()) == 0 || (count > 0 && n+1 >= count) {
+				if err := a.flush(); err != nil {
+					return
+				}
 			}
 		case <-ctx.Done():
 			return
