@@ -167,13 +167,27 @@ func EncodeLoad(l *Load) ([]byte, error) {
 // the same time share one commit (the group commit below), so that jobs
 // published at once (the reactor's workers) do not wait for a commit each.
 func (c *Cache) SaveLoadEncoded(jid string, b []byte) error {
+	return c.QueueLoadEncoded(jid, b)()
+}
+
+// QueueLoadEncoded is SaveLoadEncoded in two steps: it queues the load for
+// the group commit and returns a function that waits until the load is
+// durable and says how its commit went. The publisher sends the job
+// between the two, so that the commit overlaps the sending instead of
+// preceding it. A return queued after the load (the job's own returns,
+// once sent) is committed with it or after it, never before. wait must be
+// called exactly once: until it is, the load's commit may not start.
+func (c *Cache) QueueLoadEncoded(jid string, b []byte) (wait func() error) {
 	done := make(chan groupResult, 2) // its result, and one call to lead
 	p := &pendingReturn{key: []byte(jid), val: b, load: true, done: done}
-	c.commitQueued([]*pendingReturn{p}, done)
-	if p.err != nil {
-		return fmt.Errorf("save load %s: %w", jid, p.err)
+	lead := c.enqueue([]*pendingReturn{p})
+	return func() error {
+		c.await(1, done, lead)
+		if p.err != nil {
+			return fmt.Errorf("save load %s: %w", jid, p.err)
+		}
+		return nil
 	}
-	return nil
 }
 
 // SaveReturn records a return. It is idempotent on (jid, id): a return
@@ -259,12 +273,24 @@ func returnRecord(r *protocol.ReturnBody, encoded []byte) (key, val []byte, err 
 // meanwhile wait and share the next commit. A caller with more than
 // maxGroup returns may lead several commits in turn.
 func (c *Cache) commitQueued(ps []*pendingReturn, done chan groupResult) {
+	c.await(len(ps), done, c.enqueue(ps))
+}
+
+// enqueue queues ps for the group commit and reports whether their caller
+// leads the next commit (no commit was under way).
+func (c *Cache) enqueue(ps []*pendingReturn) (lead bool) {
 	c.gmu.Lock()
 	c.queue = append(c.queue, ps...)
-	lead := !c.busy
+	lead = !c.busy
 	c.busy = true
 	c.gmu.Unlock()
-	for left := len(ps); left > 0; {
+	return lead
+}
+
+// await is the rest of commitQueued, for the n queued returns of one
+// caller whose results come on done; lead is what enqueue said.
+func (c *Cache) await(n int, done chan groupResult, lead bool) {
+	for left := n; left > 0; {
 		if !lead {
 			if res := <-done; !res.lead {
 				left--
