@@ -92,6 +92,7 @@ type Stats struct {
 type Engine struct {
 	opts  Options
 	log   *zap.Logger
+	debug bool // the logger logs at debug level (its level when New ran): build the debug messages
 	types map[string]bool
 
 	mu    sync.RWMutex
@@ -148,6 +149,7 @@ func New(opts Options) *Engine {
 	e := &Engine{
 		opts:   opts,
 		log:    opts.Log,
+		debug:  opts.Log.Core().Enabled(zap.DebugLevel),
 		types:  map[string]bool{},
 		queue:  make(chan work, opts.Queue),
 		depths: map[string]depthEntry{},
@@ -269,7 +271,7 @@ func (e *Engine) Submit(ev event.Event) bool {
 	e.mu.RUnlock()
 	idx := m.match(ev.Tag, nil)
 	// Messages built only when logged: every event of the bus passes here.
-	if e.debug() {
+	if e.debug {
 		if ce := e.log.Check(zap.DebugLevel, "Gathering reactors for tag "+ev.Tag); ce != nil {
 			ce.Write(zap.Int("rules", len(idx)))
 		}
@@ -311,9 +313,6 @@ func (e *Engine) overflowed(tag string, n uint64) {
 		})
 	}
 }
-
-// debug reports whether the engine logs at debug level.
-func (e *Engine) debug() bool { return e.log.Core().Enabled(zap.DebugLevel) }
 
 func (e *Engine) fire(tag string, data map[string]any) {
 	if e.opts.Fire != nil {
@@ -374,7 +373,7 @@ func (e *Engine) react(ctx context.Context, w work) {
 	rules := e.rules
 	e.mu.RUnlock()
 	own := strings.HasPrefix(w.ev.Tag, ownPrefix)
-	if e.debug() {
+	if e.debug {
 		if ce := e.log.Check(zap.DebugLevel, "Compiling reactions for tag "+w.ev.Tag); ce != nil {
 			ce.Write()
 		}
@@ -424,7 +423,7 @@ func (e *Engine) compile(file string, ev event.Event) ([]*Reaction, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.debug() {
+	if e.debug {
 		if ce := e.log.Check(zap.DebugLevel, "Rendered data from file: "+file+":\n"+text); ce != nil {
 			ce.Write(zap.String("tag", ev.Tag))
 		}
