@@ -553,16 +553,17 @@ func (m *Master) writeLoop(s *session) {
 func (m *Master) readLoop(ctx context.Context, s *session) {
 	// Returns and events, once opened, are stored and settled by
 	// saveLoop, in order, while this loop reads on: what arrives during a
-	// commit is stored together in the next one.
-	saves := make(chan received, maxSaveBatch)
+	// commit is stored together in the next one. The saver starts with
+	// the session's first return or event: a device behind a relay sends
+	// its returns in the relay's batches (handleBatch), and its session
+	// costs no saver.
+	var saves chan received
 	saverDone := make(chan struct{})
-	go func() {
-		defer close(saverDone)
-		m.saveLoop(s, saves)
-	}()
 	defer func() {
-		close(saves)
-		<-saverDone
+		if saves != nil {
+			close(saves)
+			<-saverDone
+		}
 	}()
 	for {
 		msg, err := s.f.Read()
@@ -592,6 +593,13 @@ func (m *Master) readLoop(ctx context.Context, s *session) {
 			if !ok {
 				continue // a replay, acknowledged again
 			}
+			if saves == nil {
+				saves = make(chan received, maxSaveBatch)
+				go func() {
+					defer close(saverDone)
+					m.saveLoop(s, saves)
+				}()
+			}
 			select {
 			case saves <- in:
 			case <-s.done:
@@ -608,7 +616,7 @@ func (m *Master) readLoop(ctx context.Context, s *session) {
 
 // maxSaveBatch bounds the returns and events of one session saveLoop
 // stores at once, and those opened and waiting for it.
-const maxSaveBatch = 256
+const maxSaveBatch = 64
 
 // saveLoop stores and settles the returns and events readLoop opened for
 // s, in the order they came, until in is closed. Those waiting when it
