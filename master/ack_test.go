@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"crypto/ed25519"
+	"fmt"
 	"testing"
 
 	"github.com/quic-go/quic-go"
@@ -115,5 +116,60 @@ func TestDuplicateReturn(t *testing.T) {
 	rets, err := tm.cache.GetReturns(jid)
 	if err != nil || len(rets) != 1 {
 		t.Errorf("job cache returns of %s: got %v, %v, want 1", jid, rets, err)
+	}
+}
+
+// TestReturnBurst: an agent's returns sent faster than a commit takes are
+// stored (the session's saver commits those waiting together), announced
+// in the order they came, the event after them published after them, and
+// the ack reaches the last seq only once everything before it is stored.
+func TestReturnBurst(t *testing.T) {
+	tm := startMaster(t, func(c *config.Master) { c.AutoAccept = true }, nil)
+	ra := dialRaw(t, tm, "burst1")
+	const n = 300
+	jids := make([]string, n)
+	for i := range jids {
+		jids[i] = fmt.Sprintf("2026112312%010d", i+1)
+		signed, err := protocol.SignReturn(ra.id.Priv, &protocol.ReturnBody{ID: "burst1", JID: jids[i], Fun: "test.ping",
+			Return: true, Success: true, Stamp: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ra.f.Write(&protocol.Return{Signed: signed.Signed, Seq: uint64(i + 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev, err := protocol.SignEvent(ra.id.Priv, &protocol.EventBody{ID: "burst1", Tag: "test/after", Stamp: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ra.f.Write(&protocol.Event{Signed: ev.Signed, Seq: n + 1}); err != nil {
+		t.Fatal(err)
+	}
+	for got := uint64(0); got < n+1; {
+		a := ra.readAck(t)
+		if a < got {
+			t.Fatalf("ack went back from %d to %d", got, a)
+		}
+		got = a
+		// Whatever an ack covers is in the job cache.
+		for i := 0; i < int(min(got, n)); i++ {
+			if rets, err := tm.cache.GetReturns(jids[i]); err != nil || rets["burst1"] == nil {
+				t.Fatalf("ack %d covers the return of seq %d, not in the job cache (%v)", got, i+1, err)
+			}
+		}
+	}
+	tm.events.wait(t, "test/after", nil)
+	next := 0
+	for _, e := range tm.events.seen {
+		switch {
+		case next < n && e.Tag == event.TagJobRet(jids[next], "burst1"):
+			next++
+		case e.Tag == "test/after" && next != n:
+			t.Fatalf("the event came after %d of the %d returns before it", next, n)
+		}
+	}
+	if next != n {
+		t.Errorf("return events in order: %d of %d", next, n)
 	}
 }

@@ -551,6 +551,20 @@ func (m *Master) writeLoop(s *session) {
 }
 
 func (m *Master) readLoop(ctx context.Context, s *session) {
+	// Returns and events, once opened, are stored and settled by
+	// saveLoop, in order, while this loop reads on: what arrives during a
+	// commit is stored together in the next one. The saver starts with
+	// the session's first return or event: a device behind a relay sends
+	// its returns in the relay's batches (handleBatch), and its session
+	// costs no saver.
+	var saves chan received
+	saverDone := make(chan struct{})
+	defer func() {
+		if saves != nil {
+			close(saves)
+			<-saverDone
+		}
+	}()
 	for {
 		msg, err := s.f.Read()
 		if err != nil {
@@ -569,10 +583,98 @@ func (m *Master) readLoop(ctx context.Context, s *session) {
 		if ce := s.log.Check(zap.DebugLevel, "recv"); ce != nil {
 			ce.Write(zap.Stringer("msg", msg.Type()))
 		}
+		switch msg.(type) {
+		case *protocol.Return, *protocol.Event:
+			in, ok, err := m.receive(s, msg)
+			if err != nil {
+				s.close(protocol.KindOf(err), err.Error())
+				return
+			}
+			if !ok {
+				continue // a replay, acknowledged again
+			}
+			if saves == nil {
+				saves = make(chan received, maxSaveBatch)
+				go func() {
+					defer close(saverDone)
+					m.saveLoop(s, saves)
+				}()
+			}
+			select {
+			case saves <- in:
+			case <-s.done:
+				return
+			}
+			continue
+		}
 		if err := m.handle(ctx, s, msg); err != nil {
 			s.close(protocol.KindOf(err), err.Error())
 			return
 		}
+	}
+}
+
+// maxSaveBatch bounds the returns and events of one session saveLoop
+// stores at once, and those opened and waiting for it.
+const maxSaveBatch = 64
+
+// saveLoop stores and settles the returns and events readLoop opened for
+// s, in the order they came, until in is closed. Those waiting when it
+// gets to them are stored with one call (one group commit of the job
+// cache), so that an agent sending returns faster than a commit takes
+// does not wait a commit for each, and its acknowledgement still covers
+// only what is stored (settle, in order). The first item that cannot be
+// settled ends the session, as in handle: nothing after it is
+// acknowledged, and what was not stored yet is dropped (the agent sends
+// it again on its next session).
+func (m *Master) saveLoop(s *session, in <-chan received) {
+	batch := make([]received, 0, maxSaveBatch)
+	var rets []*protocol.ReturnBody
+	var encs [][]byte
+	ended := false
+	for first := range in {
+		batch = append(batch[:0], first)
+	fill:
+		for len(batch) < maxSaveBatch {
+			select {
+			case r, ok := <-in:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		if ended {
+			continue
+		}
+		rets, encs = rets[:0], encs[:0]
+		for i := range batch {
+			if batch[i].ret != nil {
+				rets, encs = append(rets, batch[i].ret), append(encs, batch[i].enc)
+			}
+		}
+		var isNew []bool
+		var saveErrs []error
+		if len(rets) > 0 {
+			isNew, saveErrs = m.cache.SaveReturnsNew(rets, encs)
+		}
+		k := 0
+		for i := range batch {
+			var err error
+			if batch[i].ret != nil {
+				err = m.settle(s, &batch[i], isNew[k], saveErrs[k], ended)
+				k++
+			} else {
+				err = m.settle(s, &batch[i], false, nil, ended)
+			}
+			if err != nil && !ended {
+				ended = true
+				s.close(protocol.KindOf(err), err.Error())
+			}
+		}
+		clear(batch) // the bodies are not kept past their batch
 	}
 }
 

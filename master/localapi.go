@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -45,8 +46,16 @@ type apiConn struct {
 	f  *protocol.Framer
 }
 
+// apiWriters holds the 64 KiB response buffers of finished requests: most
+// requests (event.send, a runner call) answer a few hundred bytes, and a
+// fresh buffer each was a twentieth of the master's CPU under a stream of
+// them.
+var apiWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
+
 func newAPIConn(c net.Conn) *apiConn {
-	a := &apiConn{c: c, bw: bufio.NewWriterSize(c, 64<<10)}
+	bw := apiWriters.Get().(*bufio.Writer)
+	bw.Reset(c)
+	a := &apiConn{c: c, bw: bw}
 	a.f = protocol.NewFramer(struct {
 		io.Reader
 		io.Writer
@@ -64,6 +73,13 @@ func (a *apiConn) queue(r *api.Response) error {
 }
 
 func (a *apiConn) flush() error { return a.bw.Flush() }
+
+// release gives the connection's buffer back; a is not used after.
+func (a *apiConn) release() {
+	a.bw.Reset(nil)
+	apiWriters.Put(a.bw)
+	a.bw = nil
+}
 
 func (a *apiConn) send(r *api.Response) error {
 	if err := a.queue(r); err != nil {
@@ -87,6 +103,7 @@ func badRequest(format string, args ...any) error {
 
 func (m *Master) serveRequest(ctx context.Context, c net.Conn) {
 	a := newAPIConn(c)
+	defer a.release()
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	b, err := a.f.ReadFrame()
 	if err != nil {
@@ -295,8 +312,15 @@ func (m *Master) serveEvents(ctx context.Context, a *apiConn, req *api.Request) 
 	for n := 0; count <= 0 || n < count; n++ {
 		select {
 		case ev := <-sub.C():
-			if err := a.send(&api.Response{Kind: api.KindEvent, Tag: ev.Tag, Data: ev.Data}); err != nil {
+			// A burst of events goes out in a few writes: the buffer is
+			// flushed when no more are waiting (or full).
+			if err := a.queue(&api.Response{Kind: api.KindEvent, Tag: ev.Tag, Data: ev.Data}); err != nil {
 				return
+			}
+			if len(sub.C()) == 0 || (count > 0 && n+1 >= count) {
+				if err := a.flush(); err != nil {
+					return
+				}
 			}
 		case <-ctx.Done():
 			return

@@ -44,6 +44,14 @@ type Master struct {
 	name string // the master's id
 	jids event.JIDGen
 
+	// runnerTable is runners(), built once (runnersOnce); callers must
+	// not change it.
+	runnersOnce sync.Once
+	runnerTable map[string]callFunc
+	// loadWG counts the reactor's jobs whose load is still being
+	// committed (reactLocal); Run waits for them before closing the cache.
+	loadWG sync.WaitGroup
+
 	// Keys: the key store (package keys), and what bounds the agents
 	// that wait on it.
 	keys *keys.Store
@@ -277,6 +285,7 @@ func (m *Master) Run(ctx context.Context) error {
 	})
 	err = g.Wait()
 	m.connWG.Wait()
+	m.loadWG.Wait() // the reactor's last loads, committed before the cache closes
 	m.bus.Close()
 	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 		return nil

@@ -48,18 +48,42 @@ func (m *Master) expected(tgt, tgtType, delim string) ([]string, error) {
 // sends the job to every connected minion the target matches. jid must come
 // from m.jids; the caller subscribes to the job's returns before calling.
 func (m *Master) publish(jid string, req *api.Request) (*published, error) {
+	p, saved, err := m.publishQueued(jid, req)
+	if saved != nil {
+		m.loadSaved(jid, saved)
+	}
+	return p, err
+}
+
+// loadSaved waits until the load of jid that publishQueued queued is
+// durable, and logs it if it could not be stored.
+func (m *Master) loadSaved(jid string, saved func() error) {
+	if err := saved(); err != nil {
+		// The job still runs; its returns are kept when they come.
+		m.log.Error("save job load", zap.String("jid", jid), zap.Error(err))
+	}
+}
+
+// publishQueued is publish that returns before the job's load is durable:
+// the load is queued for the job cache's next group commit before the job
+// is sent (its returns are committed with it or after it), and saved,
+// when not nil, waits for that commit; the caller must call it, through
+// loadSaved, once. The reactor's workers hand it to a goroutine of its
+// own, so that a worker goes on to the next reaction while the commit is
+// under way instead of waiting a commit per job.
+func (m *Master) publishQueued(jid string, req *api.Request) (_ *published, saved func() error, _ error) {
 	if err := checkReturn(req.Ret); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := checkCompound(req); err != nil { // servePublish's callers and the others'
-		return nil, err
+		return nil, nil, err
 	}
 	minions, err := m.expected(req.Tgt, req.TgtType, req.Delimiter)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(minions) == 0 {
-		return nil, &api.RemoteError{Code: api.CodeNoMinions, Msg: "No minions matched the target. No command was sent, no jid was assigned."}
+		return nil, nil, &api.RemoteError{Code: api.CodeNoMinions, Msg: "No minions matched the target. No command was sent, no jid was assigned."}
 	}
 	user := req.User
 	if user == "" {
@@ -67,7 +91,7 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 	}
 	jobKwarg, err := m.syncKwargs(req) // engines.go: sync jobs carry the files
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	jb := &protocol.JobBody{
 		JID: jid, Tgt: req.Tgt, TgtType: tgtTypeOr(req.TgtType), Fun: req.Fun,
@@ -80,7 +104,7 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 		states, err = m.firmwareJobs(req, jb, minions) // firmware.go: one job per platform
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	now := time.Now()
 	load := &jobcache.Load{
@@ -99,25 +123,26 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 	// is refused before anything is stored or sent.
 	encLoad, err := jobcache.EncodeLoad(load)
 	if err != nil {
-		return nil, &api.RemoteError{Code: api.CodeBadRequest, Msg: "job refused: " + err.Error()}
+		return nil, nil, &api.RemoteError{Code: api.CodeBadRequest, Msg: "job refused: " + err.Error()}
 	}
 	job, err := protocol.SignJob(m.id.Priv, jb)
 	if err != nil {
-		return nil, fmt.Errorf("sign job: %w", err)
+		return nil, nil, fmt.Errorf("sign job: %w", err)
 	}
 	body, err := protocol.Encode(job)
 	if err != nil {
-		return nil, fmt.Errorf("encode job: %w", err)
+		return nil, nil, fmt.Errorf("encode job: %w", err)
 	}
 	if len(body) > maxJobBody {
-		return nil, &api.RemoteError{Code: api.CodeBadRequest,
+		return nil, nil, &api.RemoteError{Code: api.CodeBadRequest,
 			Msg: fmt.Sprintf("job refused: %d bytes encoded, more than the %d a device reads", len(body), maxJobBody)}
 	}
 	wire := protocol.AppendFrame(nil, body)
-	if err := m.cache.SaveLoadEncoded(jid, encLoad); err != nil {
-		// The job still runs; its returns are kept when they come.
-		m.log.Error("save job load", zap.String("jid", jid), zap.Error(err))
-	}
+	// The load joins the job cache's next group commit now; publish
+	// returns once it is durable, but the job is sent meanwhile. Its
+	// returns are committed with it or after it. If it cannot be stored,
+	// the job still runs and its returns are kept when they come.
+	saved = m.cache.QueueLoadEncoded(jid, encLoad)
 	if m.returners != nil {
 		m.returners.JobPublished(load)
 	}
@@ -133,7 +158,7 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 	p := &published{jid: jid, minions: minions}
 	if states != nil { // one job per compiled variant
 		p.notConnected = m.sendStates(states, req, jb.TgtType)
-		return p, nil
+		return p, saved, nil
 	}
 	var byRelay map[*relayLink][]string
 	for _, id := range minions {
@@ -156,7 +181,7 @@ func (m *Master) publish(jid string, req *api.Request) (*published, error) {
 	}
 	m.log.Info("published job", zap.String("jid", jid), zap.String("fun", req.Fun),
 		zap.Int("minions", len(minions)), zap.Int("not_connected", len(p.notConnected)))
-	return p, nil
+	return p, saved, nil
 }
 
 // saltArgs is Salt's "arg" of a function: its positional arguments, then,

@@ -224,7 +224,19 @@ func (m *Master) reactLocal(ctx context.Context, r *reactor.Reaction) (string, e
 	}
 	jid := m.jids.Next()
 	r.Claim(jid)
-	if _, err := m.publish(jid, req); err != nil {
+	_, saved, err := m.publishQueued(jid, req)
+	if saved != nil {
+		// The worker goes on while the load's commit is under way: jobs
+		// published at once share commits, and reactor_worker_threads
+		// bounds the reactions being rendered and sent, not the commits
+		// waited for. The wait is tracked so that Run returns after it.
+		m.loadWG.Add(1)
+		go func() {
+			defer m.loadWG.Done()
+			m.loadSaved(jid, saved)
+		}()
+	}
+	if err != nil {
 		return "", err
 	}
 	return jid, nil

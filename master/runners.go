@@ -23,6 +23,14 @@ func sprintf(format string, args ...any) string { return fmt.Sprintf(format, arg
 // (runners.go, runners_salt.go, runners_doc.go), the mine's, the
 // reactor's and the returners'.
 func (m *Master) runners() map[string]callFunc {
+	// The table is the same for the master's life (its functions are
+	// bound to m): built once, read by every runner call.
+	m.runnersOnce.Do(func() { m.runnerTable = m.buildRunners() })
+	return m.runnerTable
+}
+
+// buildRunners gathers the runner functions of every part of the master.
+func (m *Master) buildRunners() map[string]callFunc {
 	r := map[string]callFunc{}
 	for _, t := range []map[string]callFunc{
 		coreRunners(m),

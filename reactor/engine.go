@@ -92,6 +92,7 @@ type Stats struct {
 type Engine struct {
 	opts  Options
 	log   *zap.Logger
+	debug bool // the logger logs at debug level (its level when New ran): build the debug messages
 	types map[string]bool
 
 	mu    sync.RWMutex
@@ -148,6 +149,7 @@ func New(opts Options) *Engine {
 	e := &Engine{
 		opts:   opts,
 		log:    opts.Log,
+		debug:  opts.Log.Core().Enabled(zap.DebugLevel),
 		types:  map[string]bool{},
 		queue:  make(chan work, opts.Queue),
 		depths: map[string]depthEntry{},
@@ -268,8 +270,11 @@ func (e *Engine) Submit(ev event.Event) bool {
 	m := e.match
 	e.mu.RUnlock()
 	idx := m.match(ev.Tag, nil)
-	if ce := e.log.Check(zap.DebugLevel, "Gathering reactors for tag "+ev.Tag); ce != nil {
-		ce.Write(zap.Int("rules", len(idx)))
+	// Messages built only when logged: every event of the bus passes here.
+	if e.debug {
+		if ce := e.log.Check(zap.DebugLevel, "Gathering reactors for tag "+ev.Tag); ce != nil {
+			ce.Write(zap.Int("rules", len(idx)))
+		}
 	}
 	if len(idx) == 0 {
 		return false
@@ -368,8 +373,10 @@ func (e *Engine) react(ctx context.Context, w work) {
 	rules := e.rules
 	e.mu.RUnlock()
 	own := strings.HasPrefix(w.ev.Tag, ownPrefix)
-	if ce := e.log.Check(zap.DebugLevel, "Compiling reactions for tag "+w.ev.Tag); ce != nil {
-		ce.Write()
+	if e.debug {
+		if ce := e.log.Check(zap.DebugLevel, "Compiling reactions for tag "+w.ev.Tag); ce != nil {
+			ce.Write()
+		}
 	}
 	for _, i := range w.rules {
 		if i >= len(rules) {
@@ -416,8 +423,10 @@ func (e *Engine) compile(file string, ev event.Event) ([]*Reaction, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ce := e.log.Check(zap.DebugLevel, "Rendered data from file: "+file+":\n"+text); ce != nil {
-		ce.Write(zap.String("tag", ev.Tag))
+	if e.debug {
+		if ce := e.log.Check(zap.DebugLevel, "Rendered data from file: "+file+":\n"+text); ce != nil {
+			ce.Write(zap.String("tag", ev.Tag))
+		}
 	}
 	return Compile(file, ev.Tag, entries)
 }

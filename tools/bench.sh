@@ -7,6 +7,10 @@
 #   2d. The fleet simulator behind relays: RELAY_N devices behind RELAY_R
 #      relays (master, relays and devices in three processes): test.ping
 #      rounds, relay and master memory, then a relay restart (storm).
+#   2b. The reactor: go test -bench ./reactor/, tools/reactorbench (one
+#      process, simulated agents), then tools/procbench -reactor (a real
+#      master and REACTOR_AGENTS real agents, REACTOR_EVENTS events fired
+#      through the master's socket): reactions/s, every return kept.
 #   2c. engines/starlark BenchmarkCountingEngine (events/s into a Starlark
 #      engine) and tools/beaconbench (five beacons' CPU and RSS on an agent).
 #   3. tools/procbench: a real master and 100 real agents on loopback, the
@@ -29,7 +33,7 @@
 # Knobs: BENCH_COUNT (5), BENCH_TIME (1s), BENCH_BUDGET (900),
 #        FLEETSIM_N (100,1000,5000), FLEETSIM_ROUNDS (10), PROCBENCH_N (100),
 #        FAILOVER_N (1000), RELAY_N (10000), RELAY_R (10), STATES_N (1000),
-#        STATES_ROUNDS (5),
+#        STATES_ROUNDS (5), REACTOR_AGENTS (10), REACTOR_EVENTS (1000),
 #        BENCH_ONLY: a comma-separated subset of the steps to run: micro,
 #        fleetsim, relays, reactor, engines, procbench, failover, states,
 #        cross (e.g. BENCH_ONLY=states); the goal table then shows only the
@@ -49,6 +53,8 @@ RELAY_N="${RELAY_N:-10000}"
 RELAY_R="${RELAY_R:-10}"
 STATES_N="${STATES_N:-1000}"
 STATES_ROUNDS="${STATES_ROUNDS:-5}"
+REACTOR_AGENTS="${REACTOR_AGENTS:-10}"
+REACTOR_EVENTS="${REACTOR_EVENTS:-1000}"
 ONLY="${BENCH_ONLY:-}"
 # want STEP: whether BENCH_ONLY (empty: everything) names STEP.
 want() { [[ -z "$ONLY" || ",$ONLY," == *",$1,"* ]]; }
@@ -157,7 +163,7 @@ for k in net.core.rmem_max net.core.wmem_max; do
   fi
   echo "$k: $(sysctl -n "$k" 2>/dev/null || echo unknown)"
 done
-if want procbench || want failover || want engines; then
+if want procbench || want failover || want engines || want reactor; then
   [[ -x bin/halite-agent && -x bin/halite-master && -x bin/halite ]] || make build || exit 1
 fi
 
@@ -226,6 +232,15 @@ if "$GO" build -o "$OUT/reactorbench" ./tools/reactorbench; then
   step reactorbench-max 60 "$OUT/reactorbench" -agents 100 -events 1000 -rate 0
 else
   FAILED+=(reactorbench-build)
+fi
+# The reactor as a user drives it: a real halite-master and REACTOR_AGENTS
+# real halite-agents, REACTOR_EVENTS events fired with event.send on the
+# master's socket (one connection each), each driving local.test.ping on
+# one agent; every return looked up in the job cache afterwards.
+if "$GO" build -o "$OUT/procbench" ./tools/procbench; then
+  step reactor-procs 150 "$OUT/procbench" -bin bin -n "$REACTOR_AGENTS" -reactor "$REACTOR_EVENTS" -runs 5 -timeout "$(left 140)s"
+else
+  FAILED+=(procbench-build)
 fi
 
 fi
@@ -310,6 +325,9 @@ mu=$(metric "$S" ApplyManagedUnchanged ms/50states)
 cps=$(metric "$S" CompileHighstate/grains=id/devices=10000 devices/s)
 rp99=$(awk -F' *[|] *' '$2 ~ /^[0-9]+$/ { print $7 }' "$OUT/reactorbench-1000.txt" 2>/dev/null)
 rps=$(awk -F' *[|] *' '$2 ~ /^[0-9]+$/ { print $5 }' "$OUT/reactorbench-max.txt" 2>/dev/null)
+# procbench -reactor's summary row: | agents | events | median | min | max | lost | goal | status |
+rpp=$(awk -F' *[|] *' '$2 ~ /^[0-9]+$/ && $8 ~ /none lost/ { print $4 }' "$OUT/reactor-procs.txt" 2>/dev/null)
+rplost=$(awk -F' *[|] *' '$2 ~ /^[0-9]+$/ && $8 ~ /none lost/ { print $7 }' "$OUT/reactor-procs.txt" 2>/dev/null)
 {
   echo "| goal | measured | status | command |"
   echo "|---|---:|---|---|"
@@ -320,6 +338,8 @@ rps=$(awk -F' *[|] *' '$2 ~ /^[0-9]+$/ { print $5 }' "$OUT/reactorbench-max.txt"
   echo "| halite-agent linux/armv7 stripped ≤ 8.5 MiB (with the state system and the caller inside: halite-call is a symlink to it) | ${v7:+$v7 MiB} | $(judge "$v7" 8.5) | make cross |"
   echo "| reactor: event → job published p99 ≤ 10 ms at 1,000 events/s | ${rp99:-—} | $(judge "$([[ -n $rp99 ]] && to_ms "$rp99")" 10) | go run ./tools/reactorbench -rate 1000 |"
   echo "| reactor: reactions/s end to end ≥ 2,000 | ${rps:-—} | $([[ -n $rps ]] && judge 2000 "$rps" || echo "not measured") | go run ./tools/reactorbench -rate 0 |"
+  echo "| reactor through real processes ($REACTOR_AGENTS agents, $REACTOR_EVENTS events by event.send): reactions/s ≥ 2,000 (median of 5) | ${rpp:-—} | $([[ -n $rpp ]] && judge 2000 "$rpp" || echo "not measured") | procbench -n $REACTOR_AGENTS -reactor $REACTOR_EVENTS -runs 5 |"
+  echo "| reactor through real processes: returns lost = 0 | ${rplost:-—} | $(judge "$rplost" 0) | (same) |"
   echo "| failover, $FAILOVER_N agents, master_alive_interval 5: kill → on the next master p99 ≤ 7 s | ${fop99:-—} | $(judge "$([[ -n $fop99 ]] && to_ms "$fop99")" 7000) | go run ./tools/failoverbench -n $FAILOVER_N -alive 5 |"
   echo "| failover: returns lost = 0 | ${folost:-—} | $(judge "$folost" 0) | (same) |"
   echo "| failback: first master back → every agent on it, p99 (master_failback_interval 5) | ${fbp99:-—} | measured | (same) |"

@@ -29,7 +29,7 @@ var (
 	bucketReturns = []byte("returns")
 )
 
-// maxGroup is the most returns one commit carries.
+// maxGroup is the most returns and loads one commit carries.
 const maxGroup = 4096
 
 // purgeChunk is the most keys one CleanOld transaction deletes, so a large
@@ -69,6 +69,9 @@ type Cache struct {
 
 type pendingReturn struct {
 	key, val []byte
+	// load: a job's load (bucket loads, replacing one of the same jid),
+	// else a return (bucket returns, kept if one is held already).
+	load bool
 	// Set by the commit that stored it, before it tells done.
 	isNew bool // the return was not held before
 	err   error
@@ -159,15 +162,32 @@ func EncodeLoad(l *Load) ([]byte, error) {
 	return b, nil
 }
 
-// SaveLoadEncoded records the load of jid as EncodeLoad returned it.
+// SaveLoadEncoded records the load of jid as EncodeLoad returned it. It
+// returns when the load is durable on disk; like returns, loads saved at
+// the same time share one commit (the group commit below), so that jobs
+// published at once (the reactor's workers) do not wait for a commit each.
 func (c *Cache) SaveLoadEncoded(jid string, b []byte) error {
-	err := c.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketLoads).Put([]byte(jid), b)
-	})
-	if err != nil {
-		return fmt.Errorf("save load %s: %w", jid, err)
+	return c.QueueLoadEncoded(jid, b)()
+}
+
+// QueueLoadEncoded is SaveLoadEncoded in two steps: it queues the load for
+// the group commit and returns a function that waits until the load is
+// durable and says how its commit went. The publisher sends the job
+// between the two, so that the commit overlaps the sending instead of
+// preceding it. A return queued after the load (the job's own returns,
+// once sent) is committed with it or after it, never before. wait must be
+// called exactly once: until it is, the load's commit may not start.
+func (c *Cache) QueueLoadEncoded(jid string, b []byte) (wait func() error) {
+	done := make(chan groupResult, 2) // its result, and one call to lead
+	p := &pendingReturn{key: []byte(jid), val: b, load: true, done: done}
+	lead := c.enqueue([]*pendingReturn{p})
+	return func() error {
+		c.await(1, done, lead)
+		if p.err != nil {
+			return fmt.Errorf("save load %s: %w", jid, p.err)
+		}
+		return nil
 	}
-	return nil
 }
 
 // SaveReturn records a return. It is idempotent on (jid, id): a return
@@ -253,12 +273,24 @@ func returnRecord(r *protocol.ReturnBody, encoded []byte) (key, val []byte, err 
 // meanwhile wait and share the next commit. A caller with more than
 // maxGroup returns may lead several commits in turn.
 func (c *Cache) commitQueued(ps []*pendingReturn, done chan groupResult) {
+	c.await(len(ps), done, c.enqueue(ps))
+}
+
+// enqueue queues ps for the group commit and reports whether their caller
+// leads the next commit (no commit was under way).
+func (c *Cache) enqueue(ps []*pendingReturn) (lead bool) {
 	c.gmu.Lock()
 	c.queue = append(c.queue, ps...)
-	lead := !c.busy
+	lead = !c.busy
 	c.busy = true
 	c.gmu.Unlock()
-	for left := len(ps); left > 0; {
+	return lead
+}
+
+// await is the rest of commitQueued, for the n queued returns of one
+// caller whose results come on done; lead is what enqueue said.
+func (c *Cache) await(n int, done chan groupResult, lead bool) {
+	for left := n; left > 0; {
 		if !lead {
 			if res := <-done; !res.lead {
 				left--
@@ -304,12 +336,19 @@ func wrapReturnErr(r *protocol.ReturnBody, err error) error {
 func (c *Cache) commitGroup(group []*pendingReturn) {
 	put := func(ps []*pendingReturn) error {
 		return c.db.Update(func(tx *bolt.Tx) error {
-			b := tx.Bucket(bucketReturns)
+			b, loads := tx.Bucket(bucketReturns), tx.Bucket(bucketLoads)
 			for _, p := range ps {
 				// A group retried member by member starts over.
 				p.isNew = false
 			}
 			for _, p := range ps {
+				if p.load {
+					if err := loads.Put(p.key, p.val); err != nil {
+						return err
+					}
+					p.isNew = true
+					continue
+				}
 				if b.Get(p.key) != nil {
 					continue
 				}

@@ -610,3 +610,60 @@ func TestEncodeLoadLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadJoinsGroupCommit: a load queued by the publisher (before it
+// sends the job) and the returns that arrive before it waits share one
+// commit, the load is readable once its wait returns, and nothing is
+// committed until the load's caller, who leads, waits.
+func TestLoadJoinsGroupCommit(t *testing.T) {
+	c := openCache(t, "")
+	defer c.Close()
+	var groups []int // written by the leader only
+	c.beforeCommit = func(n int) { groups = append(groups, n) }
+	jid := JIDAt(t0)
+	b, err := EncodeLoad(&Load{JID: jid, Fun: "test.ping", Minions: []string{"a1"}, StartTime: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait := c.QueueLoadEncoded(jid, b)
+	const n = 20
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.SaveReturn(newReturn(jid, fmt.Sprintf("agent%03d", i))); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c.gmu.Lock()
+		queued := len(c.queue)
+		c.gmu.Unlock()
+		if queued == n+1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queued: got %d, want %d", queued, n+1)
+		}
+		runtime.Gosched()
+	}
+	if len(groups) != 0 {
+		t.Fatalf("committed %v before the load's caller waited", groups)
+	}
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetLoad(jid); err != nil {
+		t.Errorf("load after its wait: %v", err)
+	}
+	wg.Wait()
+	if d := cmp.Diff([]int{n + 1}, groups); d != "" {
+		t.Errorf("commit group sizes: (-want +got)\n%s", d)
+	}
+	if rets, _ := c.GetReturns(jid); len(rets) != n {
+		t.Errorf("returns: got %d, want %d", len(rets), n)
+	}
+}

@@ -8,6 +8,12 @@
 // (median, max) and of the master.
 //
 //	procbench [-bin bin] [-n 100] [-runs 20] [-warmup 1] [-idle 10s] [-timeout 5m]
+//	procbench -reactor 1000 [-fire 16] -n 10 -runs 5
+//
+// With -reactor E it measures the reactor as a user drives it instead
+// (reactor.go): E events fired through the master's local socket, each
+// driving local.test.ping on one agent, reactions per second until the
+// last return, and every return looked up in the job cache afterwards.
 //
 // It is part of the benchmark harness (tools/bench.sh, `make bench`) and
 // prints Markdown tables for docs/BENCHMARKS.md. Every process it starts is

@@ -36,6 +36,8 @@ type options struct {
 	warmup  int
 	idle    time.Duration
 	timeout time.Duration
+	reactor int // events per round through the reactor (0: the test.ping runs)
+	fire    int // event.send connections at a time
 }
 
 func main() {
@@ -46,9 +48,11 @@ func main() {
 	flag.IntVar(&o.warmup, "warmup", 1, "unmeasured runs first")
 	flag.DurationVar(&o.idle, "idle", 10*time.Second, "idle time before reading agents' RSS")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "deadline for the whole run")
+	flag.IntVar(&o.reactor, "reactor", 0, "instead of test.ping: fire this many events per run through the reactor (see reactor.go)")
+	flag.IntVar(&o.fire, "fire", 16, "with -reactor: event.send connections at a time")
 	flag.Parse()
-	if o.n <= 0 || o.runs <= 0 || o.warmup < 0 || o.idle < 0 || o.timeout <= 0 {
-		fmt.Fprintln(os.Stderr, "procbench: -n and -runs must be positive; -warmup, -idle not negative; -timeout positive")
+	if o.n <= 0 || o.runs <= 0 || o.warmup < 0 || o.idle < 0 || o.timeout <= 0 || o.reactor < 0 || o.fire <= 0 {
+		fmt.Fprintln(os.Stderr, "procbench: -n, -runs and -fire must be positive; -warmup, -idle, -reactor not negative; -timeout positive")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -104,6 +108,13 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	conf := fmt.Sprintf("root_dir: %s\ninterface: 127.0.0.1\nport: %d\nauto_accept: True\nlog_level: warning\nlog_file: ''\ntimeout: 10\n",
 		masterRoot, port)
+	if o.reactor > 0 {
+		rc, err := writeReactorFile(root)
+		if err != nil {
+			return err
+		}
+		conf += rc
+	}
 	if err := writeConfig(masterDir, "master", conf); err != nil {
 		return err
 	}
@@ -164,6 +175,25 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	upIn := time.Since(start)
+
+	if o.reactor > 0 {
+		cpu := func() (m, a time.Duration) {
+			m, _ = cpuTime(master.pid())
+			for _, p := range agents {
+				d, _ := cpuTime(p.pid())
+				a += d
+			}
+			return m, a
+		}
+		rounds, err := runReactor(ctx, o, sock, ids, cpu)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("procbench: %d halite-agent processes and a halite-master on loopback, GOMAXPROCS=%d, %d CPUs; all up (manage.up) %s after start\n\n",
+			o.n, runtime.GOMAXPROCS(0), runtime.NumCPU(), upIn.Round(10*time.Millisecond))
+		printReactor(o, rounds)
+		return nil
+	}
 
 	var times []time.Duration
 	for r := 0; r < o.warmup+o.runs; r++ {
