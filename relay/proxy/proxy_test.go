@@ -233,4 +233,3 @@ func splitHostPort(t *testing.T, addr string) (string, int) {
 	fmt.Sscan(addr[i+1:], &p)
 	return addr[:i], p
 }
-
