@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/halite-fleet/halite/event"
-	"github.com/halite-fleet/halite/master/retroute"
 	"github.com/halite-fleet/halite/master/keys"
+	"github.com/halite-fleet/halite/master/retroute"
 	"github.com/halite-fleet/halite/protocol"
 )
 
