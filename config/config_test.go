@@ -412,7 +412,7 @@ func TestErrors(t *testing.T) {
 		{"proxy http without url", map[string]string{"agent": "relay:\n  proxy:\n    - id: a\n      proxytype: http\n"}, true,
 			`D/agent:3: relay: proxy: proxy minion a: proxytype http needs url`},
 		{"proxy bad id", map[string]string{"agent": "relay:\n  proxy:\n    - id: 'a/b'\n      proxytype: http\n"}, true,
-			`D/agent:3: relay: proxy: id: id "a/b" has '/' at byte 1: ids may not hold / \\ * ? [ ] or ,`},
+			`D/agent:3: relay: proxy: id: id "a/b" has '/' at byte 1: ids may not hold / \ * ? [ ] or ,`},
 		{"relay batch_max small", map[string]string{"agent": "relay:\n  batch_max: 1023\n"}, true,
 			`D/agent:2: relay: batch_max: expected an integer from 1024 to 1048576, got 1023`},
 		{"relay batch_max large", map[string]string{"agent": "id: r1\nrelay:\n  port: 4600\n\n  batch_max: 4194304\n"}, true,
