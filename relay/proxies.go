@@ -396,6 +396,15 @@ func (r *Relay) fanOutProxies(body *protocol.JobBody, want func(id string, grain
 	n := 0
 	for _, p := range r.proxies {
 		p.mu.Lock()
+		st := p.state
+		p.mu.Unlock()
+		if st == proxyPending {
+			// The master may have accepted the key since the last
+			// sweep (and counts the minion up): its status waits on
+			// the stream.
+			r.readProxy(p)
+		}
+		p.mu.Lock()
 		up, g := p.state == proxyUp, p.grains
 		p.mu.Unlock()
 		if !up || !want(p.m.ID(), g) {
