@@ -204,10 +204,7 @@ func (r *Relay) openProxy(ctx context.Context, l *link, p *proxySession) error {
 		return err
 	}
 	id := p.m.ID()
-	signer, err := protocol.NewIdentity(p.priv)
-	if err != nil {
-		return err
-	}
+	signer := &protocol.Identity{Priv: p.priv, Pub: p.priv.Public().(ed25519.PublicKey)}
 	hello := &protocol.Hello{ID: id, Version: r.o.Version, Caps: protocol.CapabilityVersion, Grains: g,
 		KX: kx.Public(), KXSig: protocol.SignAgentKX(signer, id, kx.Public()), Pub: signer.Pub, Proxy: true}
 	hb, late, err := protocol.EncodeHello(hello)
