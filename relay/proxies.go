@@ -192,8 +192,9 @@ func (r *Relay) openProxy(ctx context.Context, l *link, p *proxySession) error {
 	p.mu.Lock()
 	g := p.grains
 	p.mu.Unlock()
-	if g == nil {
-		// The device is asked once; its grains stay for the relay's run.
+	if _, failed := g["proxy_error"]; g == nil || failed {
+		// The device is asked once; its grains stay for the relay's run
+		// (asked again at its next session if the device did not answer).
 		g = p.m.Grains(ctx)
 		p.mu.Lock()
 		p.grains = g
