@@ -49,6 +49,7 @@ func TestProxyScale(t *testing.T) {
 	r1, r2 := rss(t, c.agents["r1"]), rss(t, c.agents["r2"])
 	t.Logf("VmRSS before any job: relay with %d proxy minions %d KiB, relay without %d KiB: %d KiB more (%.1f KiB each)",
 		n, r1, r2, r1-r2, float64(r1-r2)/float64(n))
+	t.Logf("the relay's last collections before any job:\n%s", lastGCs(c.agents["r1"].output(), 2))
 
 	var lat []time.Duration
 	for i := range 7 {
