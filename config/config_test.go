@@ -243,6 +243,14 @@ func TestAgentOptions(t *testing.T) {
 				ARP:   &DiscoveryMethod{Interfaces: []string{"eth0"}, Subnets: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/22"), netip.MustParsePrefix("192.168.0.0/24")}, Active: true},
 				ONVIF: &DiscoveryMethod{Passive: true, Active: true}, MDNS: &DiscoveryMethod{Interfaces: []string{"eth0", "eth1"}, Passive: true, Active: true}}
 		}},
+		{"proxy", "relay:\n  proxy:\n    - id: cam7\n      proxytype: onvif\n      host: 10.0.0.7\n      username: admin\n      password_pillar: 'proxy:cam7:password'\n      grains: {site: depot}\n" +
+			"    - {id: gw1, proxytype: http, url: 'http://10.0.0.8/api', timeout: 3, health_path: /ping}\n", func(a *Agent) {
+			a.Relay = DefaultRelay()
+			a.Relay.Proxies = []Proxy{
+				{ID: "cam7", ProxyType: "onvif", Host: "10.0.0.7", Username: "admin", PasswordPillar: "proxy:cam7:password", Timeout: 10, Grains: map[string]any{"site": "depot"}, Line: 3},
+				{ID: "gw1", ProxyType: "http", URL: "http://10.0.0.8/api", Timeout: 3, HealthPath: "/ping", Line: 9},
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -392,7 +400,19 @@ func TestErrors(t *testing.T) {
 		{"relay option", map[string]string{"agent": "id: r1\nrelay:\n  port: 4600\n  max_devices: 0\n"}, true,
 			`D/agent:4: relay: max_devices: expected an integer from 1 to 16384, got 0`},
 		{"relay unknown", map[string]string{"agent": "relay:\n\n  listen: x\n"}, true,
-			`D/agent:3: relay: unknown relay option "listen" (known: admit, batch_delay, batch_max, chunk_cache_bytes, chunk_cache_dir, discovery, event_burst, event_rate, heartbeat, interface, max_devices, port, spool_max)`},
+			`D/agent:3: relay: unknown relay option "listen" (known: admit, batch_delay, batch_max, chunk_cache_bytes, chunk_cache_dir, discovery, event_burst, event_rate, heartbeat, interface, max_devices, port, proxy, spool_max)`},
+		{"proxy no type", map[string]string{"agent": "relay:\n  proxy:\n    - id: cam1\n      proxytype: ssh\n      host: 10.0.0.5\n      username: root\n    - id: cam2\n      host: 10.0.0.6\n"}, true,
+			`D/agent:7: relay: proxy: proxy minion cam2: no proxytype (ssh, onvif, http)`},
+		{"proxy bad type", map[string]string{"agent": "relay:\n  proxy:\n    - id: cam1\n      proxytype: telnet\n"}, true,
+			`D/agent:4: relay: proxy: proxytype: expected one of ssh, onvif, http, got "telnet"`},
+		{"proxy duplicate", map[string]string{"agent": "relay:\n  proxy:\n    - {id: a, proxytype: http, url: 'http://10.0.0.1/'}\n    - {id: a, proxytype: http, url: 'http://10.0.0.2/'}\n"}, true,
+			`D/agent:4: relay: proxy: proxy minion a is also at line 3`},
+		{"proxy unknown option", map[string]string{"agent": "relay:\n  proxy:\n    - id: a\n      proxytype: http\n      url: http://x/\n      passwd: x\n"}, true,
+			`D/agent:6: relay: proxy: unknown proxy option "passwd" (known: accept_new_hostkey, grains, health_path, host, id, key_file, known_hosts, password, password_pillar, port, proxytype, timeout, url, username)`},
+		{"proxy http without url", map[string]string{"agent": "relay:\n  proxy:\n    - id: a\n      proxytype: http\n"}, true,
+			`D/agent:3: relay: proxy: proxy minion a: proxytype http needs url`},
+		{"proxy bad id", map[string]string{"agent": "relay:\n  proxy:\n    - id: 'a/b'\n      proxytype: http\n"}, true,
+			`D/agent:3: relay: proxy: id: id "a/b" has '/' at byte 1: ids may not hold / \ * ? [ ] or ,`},
 		{"relay batch_max small", map[string]string{"agent": "relay:\n  batch_max: 1023\n"}, true,
 			`D/agent:2: relay: batch_max: expected an integer from 1024 to 1048576, got 1023`},
 		{"relay batch_max large", map[string]string{"agent": "id: r1\nrelay:\n  port: 4600\n\n  batch_max: 4194304\n"}, true,

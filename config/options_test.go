@@ -107,6 +107,8 @@ func sampleValue[T any](t *testing.T, o *option[T], def *T) string {
 		return "{port: 4600}"
 	case "discovery mapping (see below)":
 		return "{methods: [onvif]}"
+	case "list of proxy minion mappings (see below)":
+		return "[{id: gw1, proxytype: http, url: 'http://10.0.0.8/'}]"
 	case "list of methods, or mapping of method to its options":
 		return "[onvif]"
 	case "bool or count":
@@ -155,6 +157,36 @@ func TestEveryOption(t *testing.T) {
 			}
 			if reflect.DeepEqual(o.get(a.Relay), o.get(def)) {
 				t.Errorf("relay option %s: field still holds the default %v", name, o.get(def))
+			}
+		}
+	})
+	t.Run("proxy", func(t *testing.T) {
+		def := &Proxy{Timeout: 10, Line: 3}
+		for name, o := range proxyOptions() {
+			base := map[string]string{"id": "gw1", "proxytype": "http", "url": "'http://10.0.0.8/'"}
+			if name == "proxytype" {
+				base["proxytype"], base["host"], base["username"] = "onvif", "10.0.0.8", "u"
+				delete(base, "url")
+			}
+			val := sampleValue(t, o, def)
+			switch name {
+			case "url":
+				val = "'http://10.0.0.9/'"
+			case "id":
+				val = "gw2"
+			}
+			base[name] = val
+			y := "relay:\n  proxy:\n    -"
+			for k, v := range base {
+				y += " " + k + ": " + v + "\n     "
+			}
+			dir := writeDir(t, map[string]string{"agent": y + "\n"})
+			a, err := LoadAgent(dir, nil)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if reflect.DeepEqual(o.get(&a.Relay.Proxies[0]), o.get(def)) {
+				t.Errorf("proxy option %s: field still holds the default %v", name, o.get(def))
 			}
 		}
 	})

@@ -55,7 +55,49 @@ type Relay struct {
 	// Discovery is the relay: discovery: section (relay/discovery): what
 	// the relay inventories on its site network. nil: no discovery.
 	Discovery *Discovery
+	// Proxies are the relay: proxy: list: proxy minions the relay runs
+	// for site devices that cannot run the agent (relay/proxy).
+	Proxies []Proxy
 }
+
+// Proxy is one entry of the relay's proxy: list: a proxy minion the relay
+// speaks for. Its credentials come from the entry (password, key_file) or,
+// better, from the relay's own pillar, sealed to the relay by the master
+// (password_pillar: a colon path into it, read at each call).
+type Proxy struct {
+	ID        string // the proxy minion's id (required)
+	ProxyType string // ssh, onvif or http (required)
+	Host      string // ssh, onvif: the device's address (host or IP)
+	Port      int    // ssh: default 22; onvif: default 80
+	URL       string // http: the device's base URL; onvif: the device service URL (instead of host/port)
+	Username  string
+	Password  string
+	// PasswordPillar is a colon path into the relay's pillar
+	// (proxy:cam7:password) that holds the password; it wins over
+	// Password when the pillar has it.
+	PasswordPillar string
+	KeyFile        string // ssh: a private key file (PEM, OpenSSH)
+	// KnownHosts (ssh) is the known_hosts file the device's host key is
+	// checked against (default pki_dir/proxy_known_hosts); a host seen
+	// for the first time is recorded only with AcceptNewHostKey.
+	KnownHosts       string
+	AcceptNewHostKey bool
+	// Timeout bounds one call to the device, in seconds (default 10); a
+	// job's own timeout, when shorter, wins.
+	Timeout int
+	// HealthPath (http) is the path test.ping GETs (default /).
+	HealthPath string
+	// Grains are static grains added to the ones the device reports.
+	Grains map[string]any
+	// Line is the entry's line in the config file (errors at run time).
+	Line int
+}
+
+// ProxyTypes are the proxy types a relay runs.
+var ProxyTypes = []string{"ssh", "onvif", "http"}
+
+// MaxProxies bounds the relay's proxy: list.
+const MaxProxies = 1 << 14
 
 // Discovery is the relay's discovery: section: the methods it finds
 // devices with and the bounds of what that costs.

@@ -33,6 +33,8 @@ func relayOptions() map[string]*option[Relay] {
 		optCount("chunk_cache_bytes", func(r *R) *int { return &r.ChunkCacheBytes }, "bytes of file chunks cached on disk, least recently used dropped first; 0: off"),
 		optFunc("discovery", "discovery mapping (see below)", func(r *R, v value) error { return v.discovery(&r.Discovery) }, func(r *R) any { return r.Discovery },
 			"inventories the site network: the discovery options below").with("(off)"),
+		optFunc("proxy", "list of proxy minion mappings (see below)", func(r *R, v value) error { return v.proxies(&r.Proxies) }, func(r *R) any { return len(r.Proxies) },
+			"proxy minions the relay runs for devices that cannot run the agent: the proxy options below").with("(none)"),
 	})
 }
 
@@ -248,5 +250,111 @@ func (v value) subnets(dst *[]netip.Prefix) error {
 		out = append(out, p.Masked())
 	}
 	*dst = out
+	return nil
+}
+
+// proxyOptions is the option table of one relay: proxy: entry.
+func proxyOptions() map[string]*option[Proxy] {
+	type P = Proxy
+	return table([]option[P]{
+		optFunc("id", "string", func(p *P, v value) error { return v.id(&p.ID) }, func(p *P) any { return p.ID }, "the proxy minion's id (required)"),
+		optOneOf("proxytype", func(p *P) *string { return &p.ProxyType }, ProxyTypes, "how the relay speaks to the device (required)"),
+		optStr("host", func(p *P) *string { return &p.Host }, "ssh, onvif: the device's address"),
+		optPort("port", func(p *P) *int { return &p.Port }, "ssh: default 22; onvif: default 80"),
+		optStr("url", func(p *P) *string { return &p.URL }, "http: the device's base URL; onvif: its device service URL"),
+		optStr("username", func(p *P) *string { return &p.Username }, "the user the relay logs in as"),
+		optStr("password", func(p *P) *string { return &p.Password }, "the password, in the config (prefer password_pillar)"),
+		optStr("password_pillar", func(p *P) *string { return &p.PasswordPillar }, "colon path into the relay's pillar holding the password (proxy:cam7:password)"),
+		optStr("key_file", func(p *P) *string { return &p.KeyFile }, "ssh: private key file"),
+		optStr("known_hosts", func(p *P) *string { return &p.KnownHosts }, "ssh: known_hosts file (default pki_dir/proxy_known_hosts)"),
+		optBool("accept_new_hostkey", func(p *P) *bool { return &p.AcceptNewHostKey }, "ssh: record the host key of a device seen for the first time"),
+		optRange("timeout", 1, 3600, func(p *P) *int { return &p.Timeout }, "seconds one call to the device may take"),
+		optStr("health_path", func(p *P) *string { return &p.HealthPath }, "http: the path test.ping GETs"),
+		optMap("grains", func(p *P) *map[string]any { return &p.Grains }, "static grains of the proxy minion"),
+	})
+}
+
+// ProxyOptions documents the options of a relay: proxy: entry.
+func ProxyOptions() []OptionDoc { return docs(proxyOptions(), &Proxy{Timeout: 10, HealthPath: "/"}) }
+
+// proxies parses the proxy: list.
+func (v value) proxies(dst *[]Proxy) error {
+	n := v.node()
+	if n.Kind != yaml.SequenceNode {
+		return fmt.Errorf("expected a list of proxy minions, got %s", describe(n))
+	}
+	if len(n.Content) > MaxProxies {
+		return &atLine{n.Line, fmt.Sprintf("%d proxy minions, at most %d", len(n.Content), MaxProxies)}
+	}
+	opts := proxyOptions()
+	seen := make(map[string]int, len(n.Content))
+	out := make([]Proxy, 0, len(n.Content))
+	for _, e := range n.Content {
+		e = resolve(e)
+		if e.Kind != yaml.MappingNode {
+			return &atLine{e.Line, fmt.Sprintf("a proxy minion is a mapping (id, proxytype, ...), got %s", describe(e))}
+		}
+		p := Proxy{Timeout: 10, Line: e.Line}
+		for i := 0; i+1 < len(e.Content); i += 2 {
+			k, val := resolve(e.Content[i]), e.Content[i+1]
+			o, ok := opts[k.Value]
+			if k.Kind != yaml.ScalarNode || !ok {
+				names := make([]string, 0, len(opts))
+				for _, d := range docs(opts, &p) {
+					names = append(names, d.Name)
+				}
+				return &atLine{k.Line, fmt.Sprintf("unknown proxy option %s (known: %s)", describe(k), strings.Join(names, ", "))}
+			}
+			if isNull(val) {
+				continue
+			}
+			if err := o.set(&p, value{n: val}); err != nil {
+				return inner(k, err)
+			}
+		}
+		if err := p.check(); err != nil {
+			return &atLine{e.Line, err.Error()}
+		}
+		if l, dup := seen[p.ID]; dup {
+			return &atLine{e.Line, fmt.Sprintf("proxy minion %s is also at line %d", p.ID, l)}
+		}
+		seen[p.ID] = e.Line
+		out = append(out, p)
+	}
+	*dst = out
+	return nil
+}
+
+// check checks what one entry needs for its type.
+func (p *Proxy) check() error {
+	switch {
+	case p.ID == "":
+		return errors.New("proxy minion without id")
+	case p.ProxyType == "":
+		return fmt.Errorf("proxy minion %s: no proxytype (%s)", p.ID, strings.Join(ProxyTypes, ", "))
+	}
+	switch p.ProxyType {
+	case "ssh":
+		if p.Host == "" {
+			return fmt.Errorf("proxy minion %s: proxytype ssh needs host", p.ID)
+		}
+		if p.Username == "" {
+			return fmt.Errorf("proxy minion %s: proxytype ssh needs username", p.ID)
+		}
+	case "onvif":
+		if p.Host == "" && p.URL == "" {
+			return fmt.Errorf("proxy minion %s: proxytype onvif needs host or url", p.ID)
+		}
+	case "http":
+		if p.URL == "" {
+			return fmt.Errorf("proxy minion %s: proxytype http needs url", p.ID)
+		}
+	}
+	if p.URL != "" && !strings.HasPrefix(p.URL, "http://") && !strings.HasPrefix(p.URL, "https://") {
+		return fmt.Errorf("proxy minion %s: url %q is not http:// or https://", p.ID, p.URL)
+	}
+	if p.PasswordPillar != "" && strings.Trim(p.PasswordPillar, ":") == "" {
+		return fmt.Errorf("proxy minion %s: password_pillar %q names no key", p.ID, p.PasswordPillar)
+	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/master/keys"
 	"github.com/halite-fleet/halite/master/retroute"
 	"github.com/halite-fleet/halite/protocol"
 )
@@ -391,7 +392,25 @@ func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, v
 		s.end(protocol.KindRateLimited, "too many new keys from this address (new_keys_per_address); try again later", false)
 		return false, false
 	}
-	dec, err := m.keys.Check(hello.ID, s.pub, via)
+	var dec keys.Decision
+	var err error
+	switch {
+	case hello.Proxy && via == "":
+		return fail(protocol.KindForbidden, "a proxy minion's hello comes through its relay only")
+	case hello.Proxy:
+		// The relay's link is allowed (relay_allow); the id is bound to
+		// it (keys.Store.CheckProxy).
+		dec, err = m.keys.CheckProxy(hello.ID, s.pub, via)
+		if errors.Is(err, keys.ErrProxiedElsewhere) {
+			return fail(protocol.KindForbidden, err.Error())
+		}
+	case m.keys.ProxiedBy(hello.ID) != "":
+		// The key of a proxy minion is its relay's: it never comes as a
+		// device's own.
+		return fail(protocol.KindForbidden, hello.ID+" is a proxy minion of relay "+m.keys.ProxiedBy(hello.ID))
+	default:
+		dec, err = m.keys.Check(hello.ID, s.pub, via)
+	}
 	if err != nil {
 		var pe *protocol.ProtoError
 		if errors.As(err, &pe) && pe.Kind == protocol.KindPendingFull {
@@ -413,6 +432,9 @@ func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, v
 	}
 	if via != "" {
 		auth["relay"] = via
+	}
+	if hello.Proxy {
+		auth["proxied_by"] = via
 	}
 	m.bus.Publish(event.TagAuth, auth)
 	if hello.Relay && via == "" && dec.Status == protocol.KeyAccepted && !m.relayAllowed(hello.ID) {

@@ -149,6 +149,28 @@ func (m *Master) withRelays(out map[string]any, pendingIDs []string) map[string]
 	return out
 }
 
+// withProxied adds to a key listing, under keys.ProxiedKey, the relay of
+// each listed id that is a proxy minion, if any is.
+func (m *Master) withProxied(out map[string]any) map[string]any {
+	px := m.keys.Proxied()
+	if len(px) == 0 {
+		return out
+	}
+	listed := map[string]any{}
+	for _, dir := range []string{keys.DirAccepted, keys.DirPending, keys.DirRejected, keys.DirDenied} {
+		ids, _ := out[dir].([]any)
+		for _, id := range ids {
+			if r, ok := px[fmt.Sprint(id)]; ok {
+				listed[fmt.Sprint(id)] = r
+			}
+		}
+	}
+	if len(listed) > 0 {
+		out[keys.ProxiedKey] = listed
+	}
+	return out
+}
+
 // keyStates maps salt-key's state names and abbreviations to the store's.
 var keyStates = map[string]string{
 	"acc": "minions", "accepted": "minions",
@@ -168,7 +190,7 @@ func (m *Master) wheelList(_ context.Context, req *api.Request) (any, error) {
 		return nil, err
 	}
 	if state == "all" {
-		return m.withInvalid(m.withRelays(stringLists(all), all[keys.DirPending])), nil
+		return m.withProxied(m.withInvalid(m.withRelays(stringLists(all), all[keys.DirPending]))), nil
 	}
 	k, ok := keyStates[strings.ToLower(state)]
 	if !ok {
@@ -178,7 +200,7 @@ func (m *Master) wheelList(_ context.Context, req *api.Request) (any, error) {
 	if k == keys.DirPending {
 		m.withRelays(out, all[k])
 	}
-	return out, nil
+	return m.withProxied(out), nil
 }
 
 func (m *Master) wheelAccept(_ context.Context, req *api.Request) (any, error) {

@@ -34,6 +34,17 @@ type Hello struct {
 	// connection the key comes from the TLS handshake and Pub is empty.
 	// The master believes it only with a KXSig that verifies under it.
 	Pub []byte `cbor:"9,keyasint,omitempty"`
+	// Proxy says that the Hello is of a proxy minion: a device that
+	// cannot run the agent, whose agent is the relay that forwards the
+	// Hello. Pub is then a key that relay made and holds for it (in its
+	// pki_dir/proxy), and KXSig is made with it. The master accepts a
+	// proxy Hello only on a relay link, binds the id to that relay (no
+	// other relay may speak for it, and an id with a key of its own is
+	// not turned into a proxy minion), and lists its key as "proxied by"
+	// the relay: its returns are as good as the relay's word, no more.
+	// No capability: a master that predates it ignores the field and
+	// sees a relayed device (the key listing does not say proxied).
+	Proxy bool `cbor:"10,keyasint,omitempty"`
 }
 
 func (*Hello) Type() Type { return TypeHello }

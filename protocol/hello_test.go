@@ -14,6 +14,7 @@ func TestHelloRoundTrip(t *testing.T) {
 			"os": "Debian", "num_cpus": int64(2), "ipv4": []any{"10.0.0.5"}, "nested": map[string]any{"k": true},
 		}},
 		{ID: strings.Repeat("x", MaxIDLen), Version: "", Caps: 0},
+		{ID: "cam7", Caps: CapabilityVersion, Pub: make([]byte, 32), KX: make([]byte, 32), KXSig: make([]byte, 64), Proxy: true},
 	} {
 		roundTrip(t, m)
 	}

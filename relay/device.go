@@ -221,6 +221,9 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 	case hello.ID == r.o.Config.ID:
 		refuse(protocol.KindWrongID, "a device may not use the relay's own id")
 		return
+	case r.proxyByID[hello.ID] != nil:
+		refuse(protocol.KindWrongID, "id "+hello.ID+" is a proxy minion of this relay")
+		return
 	}
 	d := &device{id: hello.ID, pub: pub, conn: conn, hello: hello, fwdHello: fwd, fwdLate: late, log: log,
 		limit: newBucket(r.conf.EventRate, r.conf.EventBurst)}

@@ -26,6 +26,12 @@
 // refused before any crypto), limits each device's rate and drops a device
 // that sends what it may not, without anyone else noticing.
 //
-// The relay can delay or drop, never forge or impersonate: see "Relays" in
-// docs/ARCHITECTURE.md and the package comment of protocol.
+// The relay is also the agent of its proxy minions (relay: proxy:,
+// proxies.go, relay/proxy): site devices that cannot run the agent, each
+// with a session of its own on the link under a key the relay holds for
+// it, marked proxied by the relay on the master.
+//
+// The relay can delay or drop, never forge or impersonate a device's
+// agent: see "Relays" in docs/ARCHITECTURE.md and the package comment of
+// protocol. Its proxy minions' returns are its own word.
 package relay

@@ -148,6 +148,10 @@ func (r *Relay) runLink(ctx context.Context, addr string) error {
 	}
 	r.link.Store(l)
 	r.linkUps.Add(1)
+	select {
+	case r.linkChanged <- struct{}{}:
+	default:
+	}
 	defer r.link.CompareAndSwap(l, nil)
 	r.log.Info("upstream link up", zap.String("master", addr), zap.Bool("batches", l.batch != nil))
 	if _, _, dropped := r.store.stats(); dropped > r.reported {
@@ -253,6 +257,17 @@ func (r *Relay) fanOut(l *link, rj *protocol.Job) {
 		if d.sendWithAck(wire) {
 			sent++
 		}
+	}
+	if len(r.proxies) > 0 {
+		sent += r.fanOutProxies(body, func(id string, grains map[string]any) bool {
+			switch {
+			case names != nil:
+				return names[id]
+			case match != nil:
+				return match.Match(&targets.Minion{ID: id, Grains: grains})
+			}
+			return true
+		})
 	}
 	if ce := r.log.Check(zap.DebugLevel, "fanned out job"); ce != nil {
 		ce.Write(zap.String("jid", body.JID), zap.Int("devices", sent))

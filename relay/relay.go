@@ -33,6 +33,10 @@ type Options struct {
 	Event func(tag string, data map[string]any) error
 	// Listen overrides relay: interface and port (tests: "127.0.0.1:0").
 	Listen string
+	// Pillar returns the relay's own pillar as last received (the
+	// agent's Pillar): the proxy minions' password_pillar is read there.
+	// nil: none.
+	Pillar func() map[string]any
 }
 
 // Relay is a running relay. Make it with New, start it with Run.
@@ -58,7 +62,15 @@ type Relay struct {
 	store   *store
 	chunks  *chunks               // file chunks by hash (chunks.go)
 	disc    *discovery.Discoverer // nil: no discovery: section
-	admit   *bucket               // device sessions opened upstream, per second
+	// The proxy minions (proxies.go), fixed by the config.
+	proxies   []*proxySession
+	proxyByID map[string]*proxySession
+	// linkChanged wakes proxyLoop when a link comes up; stopping is
+	// closed when Run begins to stop (the proxy minions' calls end).
+	linkChanged  chan struct{}
+	stopping     chan struct{}
+	proxyRefused atomic.Uint64 // proxy minions' Hellos the master refused, ever
+	admit        *bucket       // device sessions opened upstream, per second
 	// handshakes bounds the devices' QUIC handshakes a second: past it a
 	// device is refused at once (CONNECTION_REFUSED, before any crypto)
 	// and retries after a short random pause, so a reconnect storm costs
@@ -106,7 +118,12 @@ func New(o Options) (*Relay, error) {
 		admit:   newBucket(c.Admit, c.Admit),
 		// A burst of a quarter second's worth: a device that was
 		// refused comes back within about a second (agent/links.go).
-		handshakes: newBucket(c.Admit, max(c.Admit/4, 1)),
+		handshakes:  newBucket(c.Admit, max(c.Admit/4, 1)),
+		linkChanged: make(chan struct{}, 1),
+		stopping:    make(chan struct{}),
+	}
+	if err := r.newProxies(); err != nil {
+		return nil, err
 	}
 	r.store.onLost = r.spoolDropped
 	if c.Discovery != nil {
@@ -187,8 +204,10 @@ func (r *Relay) Run(ctx context.Context) error {
 	if r.disc != nil {
 		g.Go(func() error { return r.disc.Run(gctx) })
 	}
+	g.Go(func() error { return r.proxyLoop(gctx) })
 	g.Go(func() error {
 		<-gctx.Done()
+		close(r.stopping)
 		ln.Close()
 		for _, d := range r.snapshot() {
 			d.close(protocol.KindShutdown, "relay shutting down")
@@ -350,6 +369,9 @@ func (r *Relay) heartbeatLoop(ctx context.Context) error {
 			"throttled": st.Throttled, "handshakes_refused": st.Refused, "batches": st.Batches,
 			"chunk_up_bytes": st.ChunkUpBytes, "chunk_misses": st.ChunkMisses, "chunk_hits": st.ChunkHits,
 			"chunk_shared": st.ChunkShared, "chunk_cache_bytes": st.ChunkCached,
+		}
+		if all, up := r.proxyStats(); all > 0 {
+			beat["proxies"], beat["proxies_up"] = all, up
 		}
 		if r.disc != nil {
 			ds := r.disc.Stats()

@@ -22,7 +22,7 @@ import (
 // relay: section asks for.
 func runRelay(ctx context.Context, cfg *config.Agent, a *agent.Agent, log *zap.Logger) error {
 	r, err := relay.New(relay.Options{Config: cfg, Identity: a.Identity(), Version: agent.Version,
-		Log: log.Named("relay"), Event: a.SendEvent})
+		Log: log.Named("relay"), Event: a.SendEvent, Pillar: a.Pillar})
 	if err != nil {
 		return err
 	}

@@ -360,9 +360,11 @@ func printKeys(w io.Writer, out string, res map[string]any) error {
 }
 
 // printText prints keys as salt-key does: a heading per state, one id a
-// line; a pending id that came through a relay is followed by "(via R)".
+// line; a pending id that came through a relay is followed by "(via R)",
+// a proxy minion's by "(proxied by R)".
 func printText(w io.Writer, res map[string]any) {
 	relays, _ := res[keys.RelaysKey].(map[string]any)
+	proxied, _ := res[keys.ProxiedKey].(map[string]any)
 	for _, h := range headings {
 		v, ok := res[h.key]
 		if !ok {
@@ -371,6 +373,11 @@ func printText(w io.Writer, res map[string]any) {
 		fmt.Fprintln(w, h.title)
 		lst, _ := v.([]any)
 		for _, id := range lst {
+			if r, ok := proxied[fmt.Sprint(id)]; ok {
+				// A proxy minion: its key is held by the relay.
+				fmt.Fprintf(w, "%v (proxied by %v)\n", id, r)
+				continue
+			}
 			fmt.Fprintf(w, "%v%s\n", id, viaSuffix(h.key, fmt.Sprint(id), relays, " "))
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/halite-fleet/halite/internal/sshhost"
 	"io"
 	"net"
 	"os"
@@ -123,7 +124,7 @@ func Run(ctx context.Context, o Options, targets []Target) ([]Result, error) {
 	if o.Timeout == 0 {
 		o.Timeout = 5 * time.Minute
 	}
-	hk, err := newHostKeys(o.KnownHosts, o.AcceptNew && !o.DryRun)
+	hk, err := sshhost.New(o.KnownHosts, o.AcceptNew && !o.DryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +173,7 @@ func Run(ctx context.Context, o Options, targets []Target) ([]Result, error) {
 
 type flasher struct {
 	o  Options
-	hk *hostKeys
+	hk *sshhost.Checker
 	st *state
 
 	mu   sync.Mutex
@@ -275,8 +276,8 @@ func (f *flasher) dial(ctx context.Context, t Target) (*ssh.Client, error) {
 	cfg := &ssh.ClientConfig{
 		User:              user,
 		Auth:              auth,
-		HostKeyCallback:   f.hk.callback,
-		HostKeyAlgorithms: f.hk.algorithms(addr),
+		HostKeyCallback:   f.hk.Callback,
+		HostKeyAlgorithms: f.hk.Algorithms(addr),
 		Timeout:           30 * time.Second,
 	}
 	var d net.Dialer
@@ -292,9 +293,9 @@ func (f *flasher) dial(ctx context.Context, t Target) (*ssh.Client, error) {
 	c, chans, reqs, err := ssh.NewClientConn(conn, addr, cfg)
 	if err != nil {
 		conn.Close()
-		var he *hostKeyError
+		var he *sshhost.Error
 		switch {
-		case errors.As(err, &he) && he.changed:
+		case errors.As(err, &he) && he.Changed:
 			return nil, fail(KindHostKeyChanged, "%s", he.Error())
 		case errors.As(err, &he):
 			return nil, fail(KindHostKeyUnknown, "%s", he.Error())

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
+	"github.com/halite-fleet/halite/internal/sshhost"
 	"net"
 	"os"
 	"path/filepath"
@@ -113,27 +114,27 @@ func TestHostKeys(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "known_hosts")
 	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 2222}
 	k1, k2 := newHostKey(t), newHostKey(t)
-	strict, err := newHostKeys(file, false)
+	strict, err := sshhost.New(file, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var he *hostKeyError
-	if err := strict.callback("127.0.0.1:2222", addr, k1); !errors.As(err, &he) || he.changed {
+	var he *sshhost.Error
+	if err := strict.Callback("127.0.0.1:2222", addr, k1); !errors.As(err, &he) || he.Changed {
 		t.Fatalf("unknown host without acceptNew: got %v", err)
 	}
-	loose, _ := newHostKeys(file, true)
-	if err := loose.callback("127.0.0.1:2222", addr, k1); err != nil {
+	loose, _ := sshhost.New(file, true)
+	if err := loose.Callback("127.0.0.1:2222", addr, k1); err != nil {
 		t.Fatalf("first sight with acceptNew: %v", err)
 	}
-	if err := strict.callback("127.0.0.1:2222", addr, k1); err != nil {
+	if err := strict.Callback("127.0.0.1:2222", addr, k1); err != nil {
 		t.Errorf("recorded key: %v", err)
 	}
-	for _, h := range []*hostKeys{strict, loose} {
-		if err := h.callback("127.0.0.1:2222", addr, k2); !errors.As(err, &he) || !he.changed || !strings.Contains(err.Error(), "HOST KEY CHANGED") {
-			t.Errorf("changed key (acceptNew %v): got %v", h.acceptNew, err)
+	for i, h := range []*sshhost.Checker{strict, loose} {
+		if err := h.Callback("127.0.0.1:2222", addr, k2); !errors.As(err, &he) || !he.Changed || !strings.Contains(err.Error(), "HOST KEY CHANGED") {
+			t.Errorf("changed key (acceptNew %v): got %v", i == 1, err)
 		}
 	}
-	if got := strict.algorithms("127.0.0.1:2222"); len(got) != 1 || got[0] != ssh.KeyAlgoED25519 {
+	if got := strict.Algorithms("127.0.0.1:2222"); len(got) != 1 || got[0] != ssh.KeyAlgoED25519 {
 		t.Errorf("algorithms of a recorded ed25519 host: %v", got)
 	}
 	b, _ := os.ReadFile(file)

@@ -108,6 +108,8 @@ type Store struct {
 	mu   sync.RWMutex
 	keys [numStates]map[string]ed25519.PublicKey // a nil key: a file that did not parse
 	via  map[string]string                       // pending id -> the relay its key came through
+	// proxied: proxy minion id -> the relay that holds its key (proxied.go)
+	proxied map[string]string
 	// invalid are the key files found at Open whose names are not valid
 	// ids (protocol.ValidID), by directory name: listed, never loaded.
 	invalid map[string][]string
@@ -143,6 +145,9 @@ func Open(pkiDir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open key store %s: %w", pkiDir, err)
 	}
 	s.via = via
+	if s.proxied, err = s.loadProxied(); err != nil {
+		return nil, fmt.Errorf("open key store %s: %w", pkiDir, err)
+	}
 	return s, nil
 }
 
@@ -439,7 +444,11 @@ func (s *Store) Reject(glob string, includeAccepted, includeDenied bool) ([]stri
 // salt-key -d. A deleted accepted key is no longer returned by AcceptedKey
 // when Delete returns. It returns the ids deleted.
 func (s *Store) Delete(glob string) ([]string, error) {
-	return s.moveMatching(glob, []state{accepted, pending, rejected, denied}, numStates, ActDelete)
+	ids, err := s.moveMatching(glob, []state{accepted, pending, rejected, denied}, numStates, ActDelete)
+	s.mu.Lock()
+	s.forgetProxied(ids)
+	s.mu.Unlock()
+	return ids, err
 }
 
 // Dict names keys exactly, as Salt's match_dict (salt/key.py Key.accept,
@@ -475,7 +484,11 @@ func (s *Store) RejectDict(d Dict, includeAccepted, includeDenied bool) ([]strin
 
 // DeleteDict is Delete for the keys named in d, in the states it names them.
 func (s *Store) DeleteDict(d Dict) ([]string, error) {
-	return s.movePicked(d.pick, []state{accepted, pending, rejected, denied}, numStates, ActDelete)
+	ids, err := s.movePicked(d.pick, []state{accepted, pending, rejected, denied}, numStates, ActDelete)
+	s.mu.Lock()
+	s.forgetProxied(ids)
+	s.mu.Unlock()
+	return ids, err
 }
 
 // EveryState returns the Dict naming ids in every state.

@@ -50,6 +50,7 @@ other name gives an "unknown option" warning naming file and line.
 	section(&b, "Agent (CONFIG_DIR/agent)", config.AgentOptions())
 	section(&b, "Relay (the agent's relay: section)", config.RelayOptions())
 	section(&b, "Relay discovery (relay: discovery:, relay/discovery)", config.DiscoveryOptions())
+	section(&b, "Relay proxy minions (relay: proxy:, relay/proxy)", config.ProxyOptions())
 	_, err := io.WriteString(w, b.String())
 	return err
 }

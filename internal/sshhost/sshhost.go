@@ -1,4 +1,4 @@
-package flash
+package sshhost
 
 import (
 	"errors"
@@ -12,17 +12,18 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 )
 
-// hostKeys checks devices' host keys against a known_hosts file. A host
+// Checker checks devices' host keys against a known_hosts file. A host
 // seen for the first time is recorded only when acceptNew is set; a host
 // whose key differs from the recorded one is refused.
-type hostKeys struct {
+type Checker struct {
 	file      string
 	acceptNew bool
 
 	mu sync.Mutex // the file is re-read for each check: lines appended by other devices count
 }
 
-func newHostKeys(file string, acceptNew bool) (*hostKeys, error) {
+// New returns a Checker of file, made (empty, mode 0600) if missing.
+func New(file string, acceptNew bool) (*Checker, error) {
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return nil, fmt.Errorf("known_hosts %s: %w", file, err)
 	}
@@ -34,13 +35,13 @@ func newHostKeys(file string, acceptNew bool) (*hostKeys, error) {
 	if _, err := knownhosts.New(file); err != nil {
 		return nil, fmt.Errorf("known_hosts %s: %w", file, err)
 	}
-	return &hostKeys{file: file, acceptNew: acceptNew}, nil
+	return &Checker{file: file, acceptNew: acceptNew}, nil
 }
 
-// algorithms returns the host key algorithms recorded for addr, so that
+// Algorithms returns the host key algorithms recorded for addr, so that
 // the server is asked for a key of a type we know (a server with an RSA
 // and an ed25519 key must not look changed because it offered the other).
-func (h *hostKeys) algorithms(addr string) []string {
+func (h *Checker) Algorithms(addr string) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	cb, err := knownhosts.New(h.file)
@@ -80,23 +81,24 @@ func (probeKey) Type() string                        { return "halite-probe" }
 func (probeKey) Marshal() []byte                     { return []byte("halite-probe") }
 func (probeKey) Verify([]byte, *ssh.Signature) error { return errors.New("probe key") }
 
-// errHostKeyUnknown and errHostKeyChanged are the two refusals.
-type hostKeyError struct {
-	changed bool
+// Error is a refused host key: unknown (not recorded, and new keys are
+// not accepted) or Changed (another key is recorded for the host).
+type Error struct {
+	Changed bool
 	host    string
 	finger  string
 	file    string
 }
 
-func (e *hostKeyError) Error() string {
-	if e.changed {
+func (e *Error) Error() string {
+	if e.Changed {
 		return fmt.Sprintf("HOST KEY CHANGED for %s (now %s): refused. If the device was reinstalled on purpose, remove its line from %s (ssh-keygen -f %s -R '%s') and run again; otherwise someone may be in the middle", e.host, e.finger, e.file, e.file, e.host)
 	}
 	return fmt.Sprintf("host key of %s (%s) is not in %s: check it, then run again with --accept-new-hostkeys to record it", e.host, e.finger, e.file)
 }
 
-// callback checks the key a device offers.
-func (h *hostKeys) callback(hostname string, remote net.Addr, key ssh.PublicKey) error {
+// Callback checks the key a device offers (an ssh.HostKeyCallback).
+func (h *Checker) Callback(hostname string, remote net.Addr, key ssh.PublicKey) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	cb, err := knownhosts.New(h.file)
@@ -109,10 +111,10 @@ func (h *hostKeys) callback(hostname string, remote net.Addr, key ssh.PublicKey)
 	case err == nil:
 		return nil
 	case errors.As(err, &ke) && len(ke.Want) > 0:
-		return &hostKeyError{changed: true, host: hostname, finger: ssh.FingerprintSHA256(key), file: h.file}
+		return &Error{Changed: true, host: hostname, finger: ssh.FingerprintSHA256(key), file: h.file}
 	case errors.As(err, &ke):
 		if !h.acceptNew {
-			return &hostKeyError{host: hostname, finger: ssh.FingerprintSHA256(key), file: h.file}
+			return &Error{host: hostname, finger: ssh.FingerprintSHA256(key), file: h.file}
 		}
 		f, err := os.OpenFile(h.file, os.O_APPEND|os.O_WRONLY, 0o600)
 		if err != nil {

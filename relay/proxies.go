@@ -1,0 +1,512 @@
+package relay
+
+// Proxy minions (relay: proxy:, relay/proxy): the relay is the agent of
+// site devices that cannot run one. Each proxy minion has a session of its
+// own with the master, on a stream of the relay's link like a device
+// behind it, opened with a Hello that the relay makes for it:
+//
+//   - its key is one the relay made for it and keeps in
+//     pki_dir/proxy/<id>.pem (Hello.Pub, with the key agreement signed by
+//     it), and Hello.Proxy says so: the master binds the id to this relay
+//     and lists the key as "proxied by" it (keys.Store.CheckProxy). The key
+//     needs accepting like any other (halite-key -a), unless the master
+//     auto-accepts;
+//   - its returns are MAC-tagged with the session key agreed under it, as
+//     a device's are, and go up in the link's batches (or on its stream).
+//     They carry no sequence number: the relay holds no spool for them,
+//     and one made while the link is down is lost, as a job the master
+//     cannot deliver is;
+//   - jobs come on the link's control stream: fanOut matches the proxy
+//     minions' grains as it matches its devices', and runs each call in a
+//     goroutine of its own, bounded by the call's timeout.
+//
+// An idle proxy minion costs no goroutine: on its stream the master sends
+// nothing once the key is accepted, save an Error when it ends the
+// session, and the second KeyStatus of a pending key. One loop
+// (proxyLoop) sweeps every stream now and then with a read that does not
+// wait, and opens again the sessions that ended.
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"go.uber.org/zap"
+
+	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/protocol"
+	"github.com/halite-fleet/halite/relay/proxy"
+)
+
+// proxyCalls bounds the calls one proxy minion runs at once; a job past it
+// is answered at once that the device is busy.
+const proxyCalls = 8
+
+// proxySweep is how often proxyLoop reads the proxy minions' streams, and
+// proxyRetry how often it opens again the sessions that are down.
+var (
+	proxySweep = 2 * time.Second
+	proxyRetry = 15 * time.Second
+)
+
+// Proxy session states.
+const (
+	proxyDown    = iota // no session
+	proxyPending        // the key waits for the master's decision on the held stream
+	proxyUp             // accepted: jobs run
+)
+
+// proxySession is one proxy minion and its session with the master.
+type proxySession struct {
+	m    *proxy.Minion
+	priv ed25519.PrivateKey
+	log  *zap.Logger
+
+	running atomic.Int32 // calls running now
+
+	mu     sync.Mutex
+	grains map[string]any
+	state  int
+	l      *link
+	s      *quic.Stream
+	kx     *protocol.KX // while pending
+	hello  []byte       // the agent half of the key agreement, while pending
+	late   []byte       // grains too large for the Hello, while pending
+	mac    []byte
+	rbuf   []byte // bytes of a frame not yet whole (proxyLoop)
+	wmu    sync.Mutex
+}
+
+// newProxies makes the relay's proxy minions, with their keys.
+func (r *Relay) newProxies() error {
+	c := r.o.Config
+	if len(c.Relay.Proxies) == 0 {
+		return nil
+	}
+	dir := filepath.Join(c.PkiDir, "proxy")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("proxy minions' keys: %w", err)
+	}
+	hc := proxy.NewHTTPClient()
+	r.proxies = make([]*proxySession, 0, len(c.Relay.Proxies))
+	r.proxyByID = make(map[string]*proxySession, len(c.Relay.Proxies))
+	for _, e := range c.Relay.Proxies {
+		if e.ID == c.ID {
+			return fmt.Errorf("proxy minion %s (line %d): a proxy minion may not use the relay's own id", e.ID, e.Line)
+		}
+		m, err := proxy.New(proxy.Options{Entry: e, Relay: c.ID, PkiDir: c.PkiDir, Version: r.o.Version,
+			Pillar: r.o.Pillar, HTTP: hc})
+		if err != nil {
+			return err
+		}
+		id, _, err := protocol.LoadOrCreateIdentity(dir, e.ID)
+		if err != nil {
+			return fmt.Errorf("proxy minion %s: key: %w", e.ID, err)
+		}
+		p := &proxySession{m: m, priv: id.Priv, log: r.log.With(zap.String("proxy", e.ID))}
+		r.proxies = append(r.proxies, p)
+		r.proxyByID[e.ID] = p
+	}
+	return nil
+}
+
+// proxyLoop keeps the proxy minions' sessions until ctx ends: it opens
+// them on each new link, reads what the master sent on them, and opens
+// again those that ended.
+func (r *Relay) proxyLoop(ctx context.Context) error {
+	if len(r.proxies) == 0 {
+		return nil
+	}
+	sweep := time.NewTicker(proxySweep)
+	defer sweep.Stop()
+	var lastLink *link
+	var lastTry time.Time
+	for {
+		l := r.link.Load()
+		if l != nil && (l != lastLink || time.Since(lastTry) >= proxyRetry) {
+			lastLink, lastTry = l, time.Now()
+			r.openProxies(ctx, l)
+		}
+		select {
+		case <-ctx.Done():
+			for _, p := range r.proxies {
+				p.down(nil)
+			}
+			return nil
+		case <-sweep.C:
+		case <-r.linkChanged:
+		}
+		for _, p := range r.proxies {
+			r.readProxy(p)
+		}
+	}
+}
+
+// openProxies opens, on link l, the sessions of the proxy minions that
+// have none, reattachWorkers at a time.
+func (r *Relay) openProxies(ctx context.Context, l *link) {
+	todo := make(chan *proxySession)
+	var wg sync.WaitGroup
+	for range reattachWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range todo {
+				if err := r.openProxy(ctx, l, p); err != nil {
+					p.log.Debug("proxy minion session", zap.Error(err))
+				}
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer close(todo)
+	for _, p := range r.proxies {
+		p.mu.Lock()
+		st, on := p.state, p.l
+		p.mu.Unlock()
+		if st != proxyDown && on == l {
+			continue
+		}
+		select {
+		case todo <- p:
+		case <-ctx.Done():
+			return
+		case <-l.conn.Context().Done():
+			return
+		}
+	}
+}
+
+// openProxy opens p's session on l: its Hello, and the master's answer.
+func (r *Relay) openProxy(ctx context.Context, l *link, p *proxySession) error {
+	p.down(nil)
+	p.mu.Lock()
+	g := p.grains
+	p.mu.Unlock()
+	if _, failed := g["proxy_error"]; g == nil || failed {
+		// The device is asked once; its grains stay for the relay's run
+		// (asked again at its next session if the device did not answer).
+		g = p.m.Grains(ctx)
+		p.mu.Lock()
+		p.grains = g
+		p.mu.Unlock()
+	}
+	kx, err := protocol.NewKX()
+	if err != nil {
+		return err
+	}
+	id := p.m.ID()
+	signer := &protocol.Identity{Priv: p.priv, Pub: p.priv.Public().(ed25519.PublicKey)}
+	hello := &protocol.Hello{ID: id, Version: r.o.Version, Caps: protocol.CapabilityVersion, Grains: g,
+		KX: kx.Public(), KXSig: protocol.SignAgentKX(signer, id, kx.Public()), Pub: signer.Pub, Proxy: true}
+	hb, late, err := protocol.EncodeHello(hello)
+	if err != nil {
+		return fmt.Errorf("hello: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	s, err := l.conn.OpenStreamSync(sctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("open stream: %w", err)
+	}
+	f := protocol.NewFramer(s, protocol.DefaultMaxFrame)
+	s.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+	err = f.WriteFrame(hb)
+	s.SetWriteDeadline(time.Time{})
+	var msg protocol.Message
+	if err == nil {
+		s.SetReadDeadline(time.Now().Add(handshakeTimeout))
+		msg, err = f.Read()
+		s.SetReadDeadline(time.Time{})
+	}
+	if err != nil {
+		s.CancelRead(0)
+		s.CancelWrite(0)
+		return fmt.Errorf("hello: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.l, p.s, p.kx, p.hello, p.late = l, s, kx, hello.KX, late
+	return r.proxyStatus(p, msg)
+}
+
+// proxyStatus handles the master's answer to p's Hello (p.mu held).
+func (r *Relay) proxyStatus(p *proxySession, msg protocol.Message) error {
+	st, ok := msg.(*protocol.KeyStatus)
+	if !ok {
+		p.closeLocked()
+		if e, isErr := msg.(*protocol.Error); isErr {
+			r.proxyRefused.Add(1)
+			p.log.Warn("the master refused the proxy minion", zap.Error(e.Err()))
+			return e.Err()
+		}
+		return fmt.Errorf("master sent %s before the key status", msg.Type())
+	}
+	switch {
+	case st.Status == protocol.KeyAccepted:
+		if err := protocol.VerifyMasterKX(p.l.masterPub, p.m.ID(), p.hello, st.KX, st.KXSig); err != nil {
+			p.closeLocked()
+			return fmt.Errorf("master key agreement: %w", err)
+		}
+		mac, err := p.kx.MACKey(st.KX, p.m.ID(), p.hello, st.KX)
+		if err != nil {
+			p.closeLocked()
+			return fmt.Errorf("master key agreement: %w", err)
+		}
+		if p.late != nil {
+			if err := p.writeFrame(p.late); err != nil {
+				p.closeLocked()
+				return fmt.Errorf("send grains: %w", err)
+			}
+		}
+		p.mac, p.kx, p.hello, p.late, p.state = mac, nil, nil, nil, proxyUp
+		p.log.Info("proxy minion connected")
+		r.event("halite/relay/"+r.o.Config.ID+"/proxy/"+p.m.ID()+"/connected", map[string]any{"id": p.m.ID(), "proxytype": p.m.Type()})
+		return nil
+	case st.Status == protocol.KeyPending && st.Caps >= protocol.CapKeyNotify:
+		// The master holds the stream and says when the key is decided.
+		p.state = proxyPending
+		p.log.Info("proxy minion key pending: accept it on the master (halite-key -a " + p.m.ID() + ")")
+		return nil
+	}
+	p.closeLocked()
+	return fmt.Errorf("key %s by the master", st.Status)
+}
+
+// writeFrame writes one frame body on p's stream.
+func (p *proxySession) writeFrame(b []byte) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	s := p.s
+	if s == nil {
+		return errors.New("no session")
+	}
+	s.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+	_, err := s.Write(protocol.AppendFrame(make([]byte, 0, 4+len(b)), b))
+	s.SetWriteDeadline(time.Time{})
+	return err
+}
+
+// closeLocked ends p's session (p.mu held).
+func (p *proxySession) closeLocked() {
+	if p.s != nil {
+		p.s.CancelRead(0)
+		p.s.Close()
+	}
+	p.s, p.l, p.kx, p.hello, p.late, p.mac, p.rbuf, p.state = nil, nil, nil, nil, nil, nil, nil, proxyDown
+}
+
+// down ends p's session if it is on l (nil: whatever link).
+func (p *proxySession) down(l *link) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if l == nil || p.l == l {
+		p.closeLocked()
+	}
+}
+
+// maxProxyBuf bounds what the master may send on a proxy minion's stream
+// before it makes a whole frame: a KeyStatus or an Error.
+const maxProxyBuf = 64 << 10
+
+// readProxy reads, without waiting, what the master sent on p's stream.
+func (r *Relay) readProxy(p *proxySession) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.s
+	if s == nil {
+		return
+	}
+	if p.l.conn.Context().Err() != nil {
+		p.closeLocked()
+		return
+	}
+	var buf [512]byte
+	for {
+		// A deadline just ahead: data already there is read, none is
+		// waited for (quic-go checks the deadline before the data).
+		s.SetReadDeadline(time.Now().Add(50 * time.Microsecond))
+		n, err := s.Read(buf[:])
+		p.rbuf = append(p.rbuf, buf[:n]...)
+		if len(p.rbuf) > maxProxyBuf {
+			p.log.Warn("the master sent more than a proxy minion's stream may carry; session ended")
+			p.closeLocked()
+			return
+		}
+		for len(p.rbuf) >= 4 {
+			size := int(binary.BigEndian.Uint32(p.rbuf))
+			if size == 0 || size > maxProxyBuf {
+				p.closeLocked()
+				return
+			}
+			if len(p.rbuf) < 4+size {
+				break
+			}
+			b := p.rbuf[4 : 4+size]
+			p.rbuf = p.rbuf[4+size:]
+			msg, derr := protocol.Decode(b)
+			if derr != nil {
+				p.log.Warn("master sent a frame that does not decode", zap.Error(derr))
+				continue
+			}
+			switch msg := msg.(type) {
+			case *protocol.KeyStatus:
+				if p.state == proxyPending {
+					if err := r.proxyStatus(p, msg); err != nil {
+						p.log.Info("proxy minion not accepted", zap.Error(err))
+						return
+					}
+				}
+			case *protocol.Error:
+				p.log.Info("the master ended the proxy minion's session", zap.Stringer("kind", msg.Kind), zap.String("msg", msg.Msg))
+				p.closeLocked()
+				r.event("halite/relay/"+r.o.Config.ID+"/proxy/"+p.m.ID()+"/disconnected", map[string]any{"id": p.m.ID(), "reason": msg.Msg})
+				return
+			}
+		}
+		if len(p.rbuf) == 0 {
+			p.rbuf = nil
+		}
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return
+			}
+			// EOF or reset: the master ended the session.
+			p.closeLocked()
+			return
+		}
+	}
+}
+
+// fanOutProxies runs job (opened: body) on the proxy minions it is for:
+// those names lists, else those match accepts.
+func (r *Relay) fanOutProxies(body *protocol.JobBody, want func(id string, grains map[string]any) bool) int {
+	n := 0
+	for _, p := range r.proxies {
+		p.mu.Lock()
+		st := p.state
+		p.mu.Unlock()
+		if st == proxyPending {
+			// The master may have accepted the key since the last
+			// sweep (and counts the minion up): its status waits on
+			// the stream.
+			r.readProxy(p)
+		}
+		p.mu.Lock()
+		up, g := p.state == proxyUp, p.grains
+		p.mu.Unlock()
+		if !up || !want(p.m.ID(), g) {
+			continue
+		}
+		n++
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.runProxyJob(p, body, g)
+		}()
+	}
+	return n
+}
+
+// runProxyJob runs one job on proxy minion p and sends its return.
+func (r *Relay) runProxyJob(p *proxySession, body *protocol.JobBody, grains map[string]any) {
+	var res proxy.Result
+	if p.running.Add(1) > proxyCalls {
+		res = proxy.Result{Return: fmt.Sprintf("ERROR: proxy minion %s is busy with %d calls; try again later", p.m.ID(), proxyCalls), Retcode: proxy.RetcodeGeneric}
+	} else {
+		res = r.callProxy(p, body, grains)
+	}
+	p.running.Add(-1)
+	args := body.Arg
+	if len(body.Kwarg) > 0 {
+		kw := map[string]any{"__kwarg__": true}
+		for k, v := range body.Kwarg {
+			kw[k] = v
+		}
+		args = append(append([]any(nil), args...), kw)
+	}
+	rb := &protocol.ReturnBody{ID: p.m.ID(), JID: body.JID, Fun: body.Fun, FunArgs: args, Return: res.Return,
+		Retcode: res.Retcode, Success: res.Success, Stamp: event.Stamp(time.Now())}
+	p.mu.Lock()
+	mac, l, s := p.mac, p.l, p.s
+	p.mu.Unlock()
+	if mac == nil {
+		p.log.Info("proxy minion's session ended before its return was sent; return dropped", zap.String("jid", body.JID))
+		return
+	}
+	ret, err := protocol.MACReturn(mac, rb)
+	if err == nil {
+		var b []byte
+		if b, err = protocol.Encode(ret); err == nil {
+			if l.batch != nil {
+				l.batch.add(p.m.ID(), s.StreamID(), b)
+			} else {
+				err = p.writeFrame(b)
+			}
+		}
+	}
+	if err != nil {
+		p.log.Warn("proxy minion's return not sent", zap.String("jid", body.JID), zap.Error(err))
+	}
+}
+
+// callProxy runs the job's function(s) on p: a compound job (Funs) runs
+// each in order and returns a map of their returns, as an agent does.
+func (r *Relay) callProxy(p *proxySession, body *protocol.JobBody, grains map[string]any) proxy.Result {
+	limit := time.Duration(body.Timeout) * time.Second
+	// The call ends when the relay stops, or at its timeout.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		select {
+		case <-r.stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if len(body.Funs) == 0 {
+		return p.m.Call(ctx, body.Fun, body.Arg, body.Kwarg, grains, limit)
+	}
+	out := make(map[string]any, len(body.Funs))
+	rc := 0
+	for i, fun := range body.Funs {
+		var a []any
+		var kw map[string]any
+		if i < len(body.FunArgs) {
+			a = body.FunArgs[i]
+		}
+		if i < len(body.FunKwargs) {
+			kw = body.FunKwargs[i]
+		}
+		res := p.m.Call(ctx, fun, a, kw, grains, limit)
+		out[fun] = res.Return
+		if res.Retcode != 0 {
+			rc = proxy.RetcodeGeneric
+		}
+	}
+	return proxy.Result{Return: out, Retcode: rc, Success: rc == 0}
+}
+
+// proxyStats counts the proxy minions, and those whose session is up.
+func (r *Relay) proxyStats() (all, up int) {
+	for _, p := range r.proxies {
+		p.mu.Lock()
+		if p.state == proxyUp {
+			up++
+		}
+		p.mu.Unlock()
+	}
+	return len(r.proxies), up
+}

@@ -1,0 +1,150 @@
+package relay
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/internal/sshtest"
+	"github.com/halite-fleet/halite/master/keys"
+	"github.com/halite-fleet/halite/relay/proxy/proxytest"
+)
+
+// proxyEntries starts an SSH server, an ONVIF camera, a REST device and a
+// REST device that hangs, on loopback, and returns the relay: proxy:
+// entries for them. The devices stop with the test.
+func proxyEntries(t *testing.T) []config.Proxy {
+	t.Helper()
+	srv, err := sshtest.Start("127.0.0.1:0", "admin", "sshpw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	cam := proxytest.NewCamera("admin", "campw")
+	t.Cleanup(cam.Close)
+	dev := proxytest.NewRESTDevice("u", "p", nil)
+	t.Cleanup(dev.Close)
+	hang := make(chan struct{})
+	slow := proxytest.NewRESTDevice("u", "p", hang)
+	t.Cleanup(slow.Close)
+	t.Cleanup(func() { close(hang) }) // before slow.Close: it waits for its handlers
+	host, port, _ := strings.Cut(srv.Addr, ":")
+	var p int
+	fmt.Sscan(port, &p)
+	return []config.Proxy{
+		{ID: "cam-ssh", ProxyType: "ssh", Host: host, Port: p, Username: "admin", Password: "sshpw", AcceptNewHostKey: true,
+			KnownHosts: t.TempDir() + "/known_hosts", Timeout: 10},
+		{ID: "cam-onvif", ProxyType: "onvif", URL: cam.URL(), Username: "admin", Password: "campw", Timeout: 10,
+			Grains: map[string]any{"site": "depot"}},
+		{ID: "gw-http", ProxyType: "http", URL: dev.URL, Username: "u", Password: "p", HealthPath: "/health", Timeout: 10},
+		{ID: "gw-hang", ProxyType: "http", URL: slow.URL, HealthPath: "/health", Timeout: 2},
+	}
+}
+
+// TestProxyMinions: a relay's proxy minions (ssh, onvif, http) come to the
+// master as pending keys marked proxied by the relay; once accepted they
+// answer jobs like agents, targeted by id and by grain, and a device that
+// hangs costs its own return its timeout, nothing else's.
+func TestProxyMinions(t *testing.T) {
+	tm := startMaster(t, false)
+	entries := proxyEntries(t)
+	tr := startRelay(t, tm, "r1", func(r *config.Relay) { r.Proxies = entries }, nil)
+	waitFor(t, "r1's key pending", func() bool {
+		l, _ := tm.wheel(t, "key.list", "pre").(map[string]any)
+		pre, _ := l[keys.DirPending].([]any)
+		return len(pre) == 1
+	})
+	tm.wheel(t, "key.accept", "r1")
+
+	waitFor(t, "the proxy minions' keys pending", func() bool {
+		l, _ := tm.wheel(t, "key.list", "all").(map[string]any)
+		pre, _ := l[keys.DirPending].([]any)
+		return len(pre) == 4
+	})
+	l := tm.wheel(t, "key.list", "all").(map[string]any)
+	want := map[string]any{"cam-ssh": "r1", "cam-onvif": "r1", "gw-http": "r1", "gw-hang": "r1"}
+	if d := cmp.Diff(want, l[keys.ProxiedKey]); d != "" {
+		t.Fatalf("key.list proxied (-want +got):\n%s", d)
+	}
+	tm.wheel(t, "key.accept", "*")
+	waitFor(t, "the proxy minions' sessions", func() bool { _, up := tr.proxyStats(); return up == 4 })
+
+	start := time.Now()
+	got, rets, missing := tm.publish(t, "*", "test.ping", 20)
+	if d := cmp.Diff([]string{"cam-onvif", "cam-ssh", "gw-hang", "gw-http", "r1"}, got); d != "" || len(missing) != 0 {
+		t.Fatalf("test.ping returned (-want +got):\n%s\nmissing %v", d, missing)
+	}
+	for id, want := range map[string]any{"cam-onvif": true, "cam-ssh": true, "gw-http": true, "r1": true, "gw-hang": false} {
+		if rets[id] != want {
+			t.Errorf("test.ping of %s: got %v, want %v", id, rets[id], want)
+		}
+	}
+	if el := time.Since(start); el > 15*time.Second {
+		t.Errorf("test.ping took %s", el)
+	}
+
+	got, rets, _ = tm.publish(t, "G@proxytype:onvif", "onvif.device_info", 10)
+	if d := cmp.Diff([]string{"cam-onvif"}, got); d != "" {
+		t.Fatalf("onvif.device_info by grain returned (-want +got):\n%s", d)
+	}
+	if m, _ := rets["cam-onvif"].(map[string]any); m["Model"] != "CAM-7" {
+		t.Errorf("onvif.device_info: got %v", rets["cam-onvif"])
+	}
+	got, rets, _ = tm.publish(t, "G@site:depot", "test.echo", 10, "hi")
+	if d := cmp.Diff([]string{"cam-onvif"}, got); d != "" || rets["cam-onvif"] != "hi" {
+		t.Errorf("test.echo by a static grain: %v %v", got, rets)
+	}
+	_, rets, _ = tm.publish(t, "cam-ssh", "cmd.run", 10, "uname -s")
+	if rets["cam-ssh"] != "Linux" {
+		t.Errorf("cmd.run uname -s on cam-ssh: got %v", rets["cam-ssh"])
+	}
+
+	// The hanging device does not hold the others: they answer while
+	// its calls wait for their timeouts.
+	start = time.Now()
+	_, rets, _ = tm.publish(t, "L@gw-http,cam-onvif", "test.ping", 10)
+	if rets["gw-http"] != true || rets["cam-onvif"] != true {
+		t.Errorf("test.ping beside a hanging device: %v", rets)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("two healthy proxy minions took %s", el)
+	}
+
+	// A deleted key ends the session; the relay comes back pending.
+	tm.wheel(t, "key.delete", "gw-http")
+	waitFor(t, "gw-http pending again", func() bool {
+		l, _ := tm.wheel(t, "key.list", "pre").(map[string]any)
+		pre, _ := l[keys.DirPending].([]any)
+		return len(pre) == 1 && pre[0] == "gw-http"
+	})
+}
+
+// TestProxyBoundToRelay: a proxy minion's id is bound to the relay that
+// first presented it: another relay's proxy minion of the same id is
+// refused, and so is a device agent under that id.
+func TestProxyBoundToRelay(t *testing.T) {
+	tm := startMaster(t, true)
+	dev := proxytest.NewRESTDevice("u", "p", nil)
+	defer dev.Close()
+	e := []config.Proxy{{ID: "gw", ProxyType: "http", URL: dev.URL, HealthPath: "/health", Timeout: 5}}
+	tr := startRelay(t, tm, "r1", func(r *config.Relay) { r.Proxies = e }, nil)
+	waitFor(t, "gw up behind r1", func() bool { _, up := tr.proxyStats(); return up == 1 })
+
+	tr2 := startRelay(t, tm, "r2", func(r *config.Relay) { r.Proxies = e }, nil)
+	waitFor(t, "the master to refuse r2's gw", func() bool { return tr2.proxyRefused.Load() > 0 })
+	if _, up := tr2.proxyStats(); up != 0 {
+		t.Errorf("r2's gw session is up")
+	}
+	l := tm.wheel(t, "key.list", "all").(map[string]any)
+	if d := cmp.Diff(map[string]any{"gw": "r1"}, l[keys.ProxiedKey]); d != "" {
+		t.Errorf("proxied (-want +got):\n%s", d)
+	}
+	_, rets, _ := tm.publish(t, "gw", "test.ping", 10)
+	if rets["gw"] != true {
+		t.Errorf("gw test.ping: %v", rets)
+	}
+}
