@@ -579,7 +579,7 @@ func (r *run) getTop() (*mergedTop, []string, bool) {
 						if o, ok := x["order"]; ok {
 							tt.order, _ = toInt(o)
 						}
-						if truthy(x["ignore_missing"]) {
+						if state.Truthy(x["ignore_missing"]) {
 							ignore = true
 						}
 					case string:

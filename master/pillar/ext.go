@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/halite-fleet/halite/render/sls"
+	"github.com/halite-fleet/halite/state"
 )
 
 // Limits of the external pillars.
@@ -185,7 +186,7 @@ func (c *Compiler) fileTree(ctx context.Context, id string, args []any, kw map[s
 	if root == "" {
 		return nil, fmt.Errorf("file_tree: no root_dir specified")
 	}
-	if truthy(kw["template"]) {
+	if state.Truthy(kw["template"]) {
 		return nil, fmt.Errorf("file_tree: template: True is not supported by Halite")
 	}
 	keep := kw["keep_newline"]
@@ -194,7 +195,7 @@ func (c *Compiler) fileTree(ctx context.Context, id string, args []any, kw map[s
 	default:
 		return nil, fmt.Errorf("file_tree: keep_newline must be either True/False or a list of file globs")
 	}
-	follow := truthy(kw["follow_dir_links"])
+	follow := state.Truthy(kw["follow_dir_links"])
 	var dirs []string
 	if filepath.IsAbs(root) {
 		dirs = []string{root}

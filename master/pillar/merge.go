@@ -128,28 +128,6 @@ func num(v any) (float64, bool) {
 	return 0, false
 }
 
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return x
-	case string:
-		return x != ""
-	case int:
-		return x != 0
-	case int64:
-		return x != 0
-	case float64:
-		return x != 0
-	case []any:
-		return len(x) > 0
-	case map[string]any:
-		return len(x) > 0
-	}
-	return true
-}
-
 func toInt(v any) (int, bool) {
 	switch x := v.(type) {
 	case int:

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/halite-fleet/halite/state"
 )
 
 // Limits of what one SQL ext_pillar may bring into a device's pillar.
@@ -61,7 +63,7 @@ func extractQueries(args []any, kwargs map[string]any) ([]sqlQuery, error) {
 			}
 			q.query = v
 		case []any:
-			if len(v) == 0 || !truthy(v[0]) {
+			if len(v) == 0 || !state.Truthy(v[0]) {
 				continue
 			}
 			q.query = fmt.Sprint(v[0])
@@ -85,9 +87,9 @@ func extractQueries(args []any, kwargs map[string]any) ([]sqlQuery, error) {
 				}
 				q.depth = n
 			}
-			q.asList = truthy(v["as_list"])
-			q.asJSON = truthy(v["as_json"])
-			q.ignoreNull = truthy(v["ignore_null"])
+			q.asList = state.Truthy(v["as_list"])
+			q.asJSON = state.Truthy(v["as_json"])
+			q.ignoreNull = state.Truthy(v["ignore_null"])
 			switch wl := v["with_lists"].(type) {
 			case nil:
 			case string:
