@@ -73,3 +73,26 @@ func resolveURL(u, env string) (rel, saltenv string, ok bool) {
 	rel, env = splitLoad(p, env)
 	return rel, env, true
 }
+
+// ResolveRelative is a template's relative name (with "./" and "../")
+// joined to the folder of fromRel, the file that names it, both slash
+// paths under the roots; ok is false when the name climbs above them.
+func ResolveRelative(fromRel, rel string) (string, bool) {
+	var parts []string
+	if i := strings.LastIndexByte(fromRel, '/'); i >= 0 && fromRel[:i] != "" {
+		parts = strings.Split(fromRel[:i], "/")
+	}
+	for _, p := range strings.Split(rel, "/") {
+		switch p {
+		case ".", "":
+		case "..":
+			if len(parts) == 0 {
+				return "", false
+			}
+			parts = parts[:len(parts)-1]
+		default:
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, "/"), true
+}

@@ -74,3 +74,23 @@ func TestResolveURL(t *testing.T) {
 		t.Errorf("resolveURL(http://x/a) ok, want not a salt:// URL")
 	}
 }
+
+// TestResolveRelative: Salt's relative template names (salt/utils/jinja.py
+// SaltCacheLoader, "./" and "../" from the including file's folder).
+func TestResolveRelative(t *testing.T) {
+	for _, tc := range []struct {
+		from, rel, want string
+		ok              bool
+	}{
+		{"web/init.sls", "./map.jinja", "web/map.jinja", true},
+		{"web/init.sls", "../common/map.jinja", "common/map.jinja", true},
+		{"top.sls", "./a/b.jinja", "a/b.jinja", true},
+		{"top.sls", "../escape.jinja", "", false},
+		{"web/init.sls", "../../etc/passwd", "", false},
+	} {
+		got, ok := ResolveRelative(tc.from, tc.rel)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("ResolveRelative(%q, %q) = %q, %v; want %q, %v", tc.from, tc.rel, got, ok, tc.want, tc.ok)
+		}
+	}
+}

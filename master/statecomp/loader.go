@@ -393,27 +393,10 @@ func (l tplLoader) Resolve(from, name string) (string, error) {
 		} else {
 			return "", fmt.Errorf("template %s: relative to %s, which is not on the file server", name, from)
 		}
-		dir := ""
-		if i := strings.LastIndexByte(fromRel, '/'); i >= 0 {
-			dir = fromRel[:i]
+		var ok bool
+		if rel, ok = fileserver.ResolveRelative(fromRel, rel); !ok {
+			return "", fmt.Errorf("template %s: outside the file roots", name)
 		}
-		var parts []string
-		if dir != "" {
-			parts = strings.Split(dir, "/")
-		}
-		for _, p := range strings.Split(rel, "/") {
-			switch p {
-			case ".", "":
-			case "..":
-				if len(parts) == 0 {
-					return "", fmt.Errorf("template %s: outside the file roots", name)
-				}
-				parts = parts[:len(parts)-1]
-			default:
-				parts = append(parts, p)
-			}
-		}
-		rel = strings.Join(parts, "/")
 	}
 	u := fileserver.CreateURL(rel, l.env)
 	key := lookupKey(lkFile, l.env, u)
