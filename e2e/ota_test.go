@@ -175,24 +175,44 @@ func TestOTA(t *testing.T) {
 
 	t.Run("kill -9 of the build on trial", func(t *testing.T) {
 		// The watchdog sees its child die before a master accepted it.
-		c.jsonOut("halite", "dev2", "firmware.update", "version=3.0.0")
+		// The CLI runs beside the wait: the trial lasts 5 s here, and a
+		// loaded machine can take that long to print the job's return.
+		done := make(chan struct{})
+		var r result
+		go func() {
+			defer close(done)
+			r = c.cli("halite", "dev2", "firmware.update", "version=3.0.0")
+		}()
 		var child int
 		waitFor(t, 30*time.Second, "the build on trial", func() bool {
 			child = childOf(c.agents["dev2"].cmd.Process.Pid)
 			return child > 0
 		})
 		syscall.Kill(child, syscall.SIGKILL)
+		<-done
+		if r.code != 0 {
+			t.Errorf("firmware.update: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
 		c.waitResult("dev2", "devel", "3.0.0", "rolled_back", 60*time.Second, "signal: killed")
 	})
 
 	t.Run("kill -9 during the trial", func(t *testing.T) {
 		bin := filepath.Join(c.root, "dev2", "bin", "halite-agent")
-		c.jsonOut("halite", "dev2", "firmware.update", "version=3.0.0")
+		done := make(chan struct{})
+		var r result
+		go func() { // beside the wait, as above
+			defer close(done)
+			r = c.cli("halite", "dev2", "firmware.update", "version=3.0.0")
+		}()
 		waitFor(t, 30*time.Second, "the trial to start", func() bool {
 			_, err := os.Stat(bin + ".trial")
 			return err == nil && c.agents["dev2"].output() != "" && strings.Contains(c.agents["dev2"].output(), "update on trial: started")
 		})
 		c.kill(c.agents["dev2"]) // the watchdog; the build on trial dies with it
+		<-done
+		if r.code != 0 {
+			t.Errorf("firmware.update: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
 		c.startInstalled("dev2") // init starts B again
 		st := c.waitResult("dev2", "devel", "3.0.0", "rolled_back", 60*time.Second, "did not finish")
 		if last := st["last"].(map[string]any); !strings.Contains(fmt.Sprint(last["reason"]), "did not finish") {
