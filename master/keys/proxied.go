@@ -99,26 +99,39 @@ var ErrProxiedElsewhere = errors.New("proxy minion bound elsewhere")
 // a relay may not turn an agent into its proxy minion. Otherwise Check
 // decides, and a key it leaves pending or accepted binds the id to relay.
 func (s *Store) CheckProxy(id string, pub []byte, relay string) (Decision, error) {
-	s.mu.RLock()
+	// The binding is written before Check writes the key, so that a key
+	// listing never shows the proxy minion's key without its relay, and two
+	// relays presenting the same new id cannot both bind it.
+	s.mu.Lock()
 	bound := s.proxied[id]
-	s.mu.RUnlock()
 	if bound != "" && bound != relay {
+		s.mu.Unlock()
 		return Decision{}, fmt.Errorf("%w: %s is a proxy minion of relay %s, not of %s", ErrProxiedElsewhere, id, bound, relay)
 	}
-	if bound == "" && s.Known(id) {
-		return Decision{}, fmt.Errorf("%w: %s has a key that no relay holds for it (delete it with halite-key -d first to make it a proxy minion)", ErrProxiedElsewhere, id)
+	if bound == "" {
+		for st := range numStates {
+			if _, ok := s.keys[st][id]; ok {
+				s.mu.Unlock()
+				return Decision{}, fmt.Errorf("%w: %s has a key that no relay holds for it (delete it with halite-key -d first to make it a proxy minion)", ErrProxiedElsewhere, id)
+			}
+		}
+		if err := writeAtomic(filepath.Join(s.dir, DirProxied, id), []byte(relay+"\n")); err != nil {
+			s.mu.Unlock()
+			return Decision{}, fmt.Errorf("write relay of proxy minion %s: %w", id, err)
+		}
+		s.proxied[id] = relay
 	}
+	s.mu.Unlock()
 	dec, err := s.Check(id, pub, relay)
-	if err != nil || bound != "" || (dec.Status != protocol.KeyAccepted && dec.Status != protocol.KeyPending) {
-		return dec, err
+	if bound == "" && (err != nil || (dec.Status != protocol.KeyAccepted && dec.Status != protocol.KeyPending)) {
+		s.mu.Lock()
+		delete(s.proxied, id)
+		if err := os.Remove(filepath.Join(s.dir, DirProxied, id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("remove proxied file", zap.String("id", id), zap.Error(err))
+		}
+		s.mu.Unlock()
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := writeAtomic(filepath.Join(s.dir, DirProxied, id), []byte(relay+"\n")); err != nil {
-		return Decision{}, fmt.Errorf("write relay of proxy minion %s: %w", id, err)
-	}
-	s.proxied[id] = relay
-	return dec, nil
+	return dec, err
 }
 
 // forgetProxied drops the binding of deleted ids that have no key left
