@@ -89,6 +89,18 @@ func TestOrchestrate(t *testing.T) {
 		t.Errorf("test=True: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
+	// On a terminal, halite-run shows the steps as they end, then erases
+	// its status line before the result.
+	r = c.cliTTY("halite-run", "state.orchestrate", "orch.deploy", pillar, "test=True")
+	for _, want := range []string{"[state.orchestrate ", "step 1 of 4: prepare: would change (test)", "step 3 of 4: broken", "\r\x1b[K"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("progress on a terminal: %q missing from stderr %q", want, r.stderr)
+		}
+	}
+	if !strings.HasSuffix(r.stderr, "\r\x1b[K") || !strings.Contains(r.stdout, "orchmaster:") {
+		t.Errorf("the status line is not erased before the result: stderr %q\nstdout %s", r.stderr, r.stdout)
+	}
+
 	r = c.cli("halite-run", "state.orchestrate", "orch.deploy", pillar)
 	if r.code != 1 {
 		t.Errorf("a failed step: exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -256,13 +257,24 @@ func TestOTARelay(t *testing.T) {
 	}
 	c.acceptAll(append([]string{"relay1"}, ids...)...)
 
-	m, r := c.jsonOut("halite-run", "firmware.rollout", "cam*", "version=3.0.0", "batch=1", "max_failures=0", "timeout=60")
+	// On a terminal the rollout shows each device's outcome and each
+	// batch as they come.
+	r := c.cliTTY("halite-run", "firmware.rollout", "cam*", "version=3.0.0", "batch=1", "max_failures=0", "timeout=60", "--out", "json")
+	var m map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil {
+		t.Fatalf("rollout --out json: %v\n%s%s", err, r.stdout, r.stderr)
+	}
 	if m["result"] != false || len(m["rolled_back"].([]any)) != 1 || m["not_started"] != float64(2) {
 		t.Errorf("rollout of the unreachable build: %v\n%s", m, r.stderr)
 	}
-	m, r = c.jsonOut("halite-run", "firmware.rollout", "cam*", "version=2.0.0", "batch=2", "timeout=60")
+	for _, want := range []string{"rolled_back: 0 of 3 updated, 1 failed", "batch 1 done: 1 of 3 devices, 0 updated, 1 failed (max_failures 0)"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("rollout progress on a terminal: %q missing from %q", want, r.stderr)
+		}
+	}
+	m, r2 := c.jsonOut("halite-run", "firmware.rollout", "cam*", "version=2.0.0", "batch=2", "timeout=60")
 	if m["result"] != true || len(m["updated"].([]any)) != 3 || m["batches"] != float64(2) {
-		t.Errorf("rollout of the good build: %v\n%s", m, r.stderr)
+		t.Errorf("rollout of the good build: %v\n%s", m, r2.stderr)
 	}
 	for _, id := range ids {
 		c.waitResult(id, "2.0.0", "2.0.0", "updated", 30*time.Second)

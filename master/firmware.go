@@ -149,9 +149,18 @@ type rollout struct {
 	updated, rolledBack  []string
 	failed, timedOut     []string
 	skipped, unreachable []string
+	of                   int // devices to update
 }
 
 func (r *rollout) failures() int { return len(r.rolledBack) + len(r.failed) + len(r.timedOut) }
+
+// report gives the rollout's progress after device id's outcome.
+func (r *rollout) report(ctx context.Context, id, what string) {
+	progress(ctx, map[string]any{
+		"message": fmt.Sprintf("%s %s: %d of %d updated, %d failed", id, what, len(r.updated), r.of, r.failures()),
+		"id":      id, "outcome": what, "updated": len(r.updated), "of": r.of, "failures": r.failures(),
+	})
+}
 
 // fraction reads "10%" (of n, at least 1 when above 0%) or a count.
 func fraction(v any, n int, what string) (int, error) {
@@ -224,6 +233,7 @@ func (m *Master) runFirmwareRollout(ctx context.Context, req *api.Request) (any,
 		}
 	}
 	n := len(todo)
+	r.of = n
 	bv, ok := a.get(-1, "batch")
 	if !ok {
 		bv = "10%"
@@ -256,6 +266,9 @@ func (m *Master) runFirmwareRollout(ctx context.Context, req *api.Request) (any,
 			"updated": len(r.updated), "failures": r.failures(), "max_failures": maxFail,
 			"_stamp": event.Stamp(time.Now()),
 		})
+		progress(ctx, map[string]any{"message": fmt.Sprintf("batch %d done: %d of %d devices, %d updated, %d failed (max_failures %d)",
+			nb, min(i+batch, n), n, len(r.updated), r.failures(), maxFail),
+			"batch": nb, "done": min(i+batch, n), "of": n, "updated": len(r.updated), "failures": r.failures()})
 		m.log.Info("firmware rollout: batch done", zap.String("version", version), zap.Int("batch", nb),
 			zap.Int("done", min(i+batch, n)), zap.Int("of", n), zap.Int("updated", len(r.updated)), zap.Int("failures", r.failures()))
 		if r.failures() > maxFail {
@@ -325,11 +338,13 @@ func (m *Master) rolloutBatch(ctx context.Context, user string, ids []string, r 
 				continue
 			}
 			delete(waiting, id)
+			r.report(ctx, id, what)
 		case ev := <-rets.C():
 			id, _ := ev.Data["id"].(string)
 			if ok, _ := ev.Data["success"].(bool); !ok && waiting[id] {
 				delete(waiting, id)
 				r.failed = append(r.failed, id)
+				r.report(ctx, id, "failed")
 			}
 		case <-timer.C:
 			for id := range waiting {

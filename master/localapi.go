@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"sync"
 	"time"
@@ -273,7 +274,27 @@ func (m *Master) serveCall(ctx context.Context, a *apiConn, req *api.Request, ki
 		user = "root"
 	}
 	m.bus.Publish("salt/"+kind+"/"+jid+"/new", callEvent(kind, req.Fun, jid, user, req.Arg, req.Kwarg))
-	res, err := safeCall(ctx, req, fn)
+	// Progress may come from the call's own goroutines: one writer at a
+	// time, and none once the result is being sent.
+	var mu sync.Mutex
+	ended := false
+	pctx := withProgress(ctx, func(data map[string]any) {
+		ev := maps.Clone(data)
+		ev["_stamp"] = event.Stamp(time.Now())
+		m.bus.Publish("salt/"+kind+"/"+jid+"/progress", ev)
+		if !req.Progress {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !ended {
+			a.send(&api.Response{Kind: api.KindEvent, Tag: "salt/" + kind + "/" + jid + "/progress", JID: jid, Data: data})
+		}
+	})
+	res, err := safeCall(pctx, req, fn)
+	mu.Lock()
+	ended = true
+	mu.Unlock()
 	if err != nil && !isRemote(err) {
 		m.log.Error(kind+" function failed", zap.String("fun", req.Fun), zap.Error(err))
 	}

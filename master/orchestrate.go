@@ -89,7 +89,11 @@ func (m *Master) runOrchestrate(ctx context.Context, req *api.Request) (any, err
 				low = append(low, state.Chunk(cm))
 			}
 		}
-		running, err = orch.Apply(ctx, orchHost{m}, low, orch.Options{Test: test, Failhard: m.cfg.Failhard, JID: jid, User: user})
+		running, err = orch.Apply(ctx, orchHost{m}, low, orch.Options{Test: test, Failhard: m.cfg.Failhard, JID: jid, User: user,
+			OnStep: func(n, total int, tag string, r map[string]any) {
+				progress(ctx, map[string]any{"message": fmt.Sprintf("step %d of %d: %s: %s", n, total, stepName(r), stepOutcome(r)),
+					"step": n, "of": total, "id": tag, "result": r["result"]})
+			}})
 		if err != nil {
 			return nil, fmt.Errorf("orchestrate %s: %w", strings.Join(sreq.Mods, ","), err)
 		}
@@ -192,4 +196,23 @@ func (m *Master) callAs(ctx context.Context, kind, fun string, arg []any, kwarg 
 	res, err := safeCall(ctx, req, fn)
 	m.bus.Publish("salt/"+kind+"/"+jid+"/ret", callRetEvent(kind, fun, jid, user, arg, kwarg, res, err))
 	return jid, res, err
+}
+
+// stepName is an orchestration step's ID declaration.
+func stepName(r map[string]any) string {
+	if id, ok := r["__id__"].(string); ok && id != "" {
+		return id
+	}
+	return fmt.Sprint(r["name"])
+}
+
+// stepOutcome says in a word how a step ended.
+func stepOutcome(r map[string]any) string {
+	switch r["result"] {
+	case true:
+		return "succeeded"
+	case false:
+		return "failed"
+	}
+	return "would change (test)"
 }

@@ -15,8 +15,12 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
+	"time"
+	"unicode"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/term"
 
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/internal/cli"
@@ -35,6 +39,7 @@ type options struct {
 	state        *output.StateFlags
 	timeout      int  // -t: seconds a runner that sends a job waits (0: the master's timeout)
 	doc          bool // -d: print the runners' documentation
+	progress     bool // stderr is a terminal: show the runner's progress there
 	fun          string
 	args         []string
 }
@@ -94,6 +99,7 @@ func Main() int {
 	if err == nil {
 		o.out = output.Outputter(o.out, os.Stderr) // an unknown one falls back to nested, as in Salt
 		o.outSet = fs.Changed("out") || fs.Changed("output")
+		o.progress = term.IsTerminal(int(os.Stderr.Fd())) && o.out != "quiet"
 		if fs.Changed("out-indent") {
 			o.outIndentSet = &o.outIndent
 		}
@@ -119,7 +125,12 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if o.fun == "state.event" {
 		return streamEvents(ctx, cfg.SocketPath(), req, stdout)
 	}
-	res, err := api.Call(ctx, cfg.SocketPath(), req)
+	var res any
+	if o.progress {
+		res, err = callWithProgress(ctx, cfg.SocketPath(), req, stderr)
+	} else {
+		res, err = api.Call(ctx, cfg.SocketPath(), req)
+	}
 	if err != nil {
 		if api.IsCode(err, api.CodeBadRequest) {
 			fmt.Fprintln(stderr, err)
@@ -280,4 +291,58 @@ func jsonable(v any) any {
 		return string(v)
 	}
 	return v
+}
+
+// callWithProgress runs the runner call while a status line on w (a
+// terminal) shows the time it has taken and the runner's latest progress
+// message (firmware.rollout's devices and batches, an orchestration's
+// steps); the line is erased before the result is printed.
+func callWithProgress(ctx context.Context, sock string, req *api.Request, w io.Writer) (any, error) {
+	var mu sync.Mutex
+	start := time.Now()
+	msg := ""
+	draw := func() {
+		line := fmt.Sprintf("[%s %s]", req.Fun, time.Since(start).Truncate(time.Second))
+		if msg != "" {
+			line += " " + msg
+		}
+		fmt.Fprintf(w, "\r\x1b[K%s", line)
+	}
+	stop := make(chan struct{})
+	ticked := make(chan struct{})
+	go func() {
+		defer close(ticked)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				mu.Lock()
+				draw()
+				mu.Unlock()
+			}
+		}
+	}()
+	res, err := api.CallProgress(ctx, sock, req, func(data map[string]any) {
+		m, _ := data["message"].(string)
+		if m == "" {
+			return
+		}
+		mu.Lock()
+		// One line: a message never moves the cursor.
+		msg = strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) {
+				return ' '
+			}
+			return r
+		}, m)
+		draw()
+		mu.Unlock()
+	})
+	close(stop)
+	<-ticked
+	output.ClearProgress(w)
+	return res, err
 }

@@ -53,6 +53,10 @@ type Request struct {
 	User         string         `cbor:"user,omitempty"`
 	TagMatch     string         `cbor:"tagmatch,omitempty"`
 	Count        int            `cbor:"count,omitempty"`
+	// Progress asks a runner or wheel call to stream its progress (Salt's
+	// salt/run/<jid>/progress events) as KindEvent responses before its
+	// result; CallProgress sets it.
+	Progress bool `cbor:"progress,omitempty"`
 }
 
 // Response kinds.
@@ -152,6 +156,18 @@ func (c *Client) Close() error {
 
 // Call sends req and returns the single result of a runner or wheel call.
 func Call(ctx context.Context, socket string, req *Request) (any, error) {
+	return CallProgress(ctx, socket, req, nil)
+}
+
+// CallProgress is Call for a runner or wheel call that streams its
+// progress: each progress event's data goes to progress as it comes (nil:
+// none is asked for).
+func CallProgress(ctx context.Context, socket string, req *Request, progress func(data map[string]any)) (any, error) {
+	if progress != nil {
+		r := *req
+		r.Progress = true
+		req = &r
+	}
 	c, err := Dial(ctx, socket, req)
 	if err != nil {
 		return nil, err
@@ -168,6 +184,10 @@ func Call(ctx context.Context, socket string, req *Request) (any, error) {
 			return nil, &RemoteError{Code: r.Code, Msg: r.Error}
 		case KindResult:
 			result = r.Result
+		case KindEvent:
+			if progress != nil {
+				progress(r.Data)
+			}
 		}
 		if r.Done {
 			return result, nil

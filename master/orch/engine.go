@@ -46,6 +46,9 @@ type Options struct {
 	JID string
 	// User is the user the jobs, runners and wheel calls run as.
 	User string
+	// OnStep, when set, is told each step's result as it ends (n of
+	// total steps): the runner's progress.
+	OnStep func(n, total int, tag string, r map[string]any)
 }
 
 // Func is one orchestrate state function.
@@ -87,7 +90,8 @@ func Apply(ctx context.Context, m Master, low []state.Chunk, o Options) (map[str
 	x := &Exec{M: m, O: o}
 	running := map[string]map[string]any{}
 	runNum := 0
-	for _, i := range state.Sequence(low) {
+	seq := state.Sequence(low)
+	for _, i := range seq {
 		if ctx.Err() != nil {
 			break
 		}
@@ -106,6 +110,9 @@ func Apply(ctx context.Context, m Master, low []state.Chunk, o Options) (map[str
 			r["duration"] = float64(time.Since(start).Microseconds()) / 1000
 		}
 		running[tag] = r
+		if o.OnStep != nil {
+			o.OnStep(runNum, len(seq), tag, r)
+		}
 		if failhard(c, o) && r["result"] == false {
 			break
 		}
