@@ -102,7 +102,7 @@ func (c *cluster) discoveryList(args ...string) []map[string]any {
 // so the same filter no longer matches it.
 func TestDiscoveryFlash(t *testing.T) {
 	nsR, nsD, vR, vD := siteNetns(t)
-	needFlashDeps(t)
+	needSSHServers(t, "dropbear")
 	c := newCluster(t, "relay_allow: [r1]\n")
 	c.netns = nsR
 
@@ -185,10 +185,13 @@ func TestDiscoveryFlash(t *testing.T) {
 		t.Errorf("discovery.list model=TestCam-1 unmanaged=True: %v", l)
 	}
 
+	// The operator has checked the camera's host key (a dry run records
+	// none, so an unknown one would fail it).
 	known := filepath.Join(t.TempDir(), "known_hosts")
+	os.WriteFile(known, []byte("10.77.1.5 "+cam.hostPub+"\n"), 0o600)
 	flash := func(extra ...string) (flashResult, result) {
 		t.Helper()
-		args := append([]string{"--key", key, "--known-hosts", known, "--accept-new-hostkeys", "--state", "",
+		args := append([]string{"--key", key, "--known-hosts", known, "--state", "",
 			"--id-from", "file:/etc/halite-id", "--relay", fmt.Sprintf("10.77.1.1:%d", rPort)}, extra...)
 		r := c.flashRaw(nsR, nil, args...)
 		var doc struct{ Results []flashResult }

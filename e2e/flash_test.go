@@ -51,13 +51,27 @@ func haliteFlash(t *testing.T) string {
 
 func needFlashDeps(t *testing.T) {
 	t.Helper()
+	needSSHServers(t, "dropbear", "openssh")
+}
+
+// needSSHServers is needFlashDeps for a test that starts only the SSH
+// servers of the kinds given (dropbear, openssh).
+func needSSHServers(t *testing.T, kinds ...string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts SSH servers and agents")
 	}
 	if os.Geteuid() != 0 {
 		t.Fatal("the flashing tests start SSH servers in mount namespaces: run them as root")
 	}
-	for _, p := range []string{"/usr/sbin/dropbear", "/usr/bin/dropbearkey", "/usr/sbin/sshd", "/usr/bin/ssh-keygen", "/usr/bin/unshare"} {
+	need := []string{"/usr/bin/ssh-keygen", "/usr/bin/unshare"}
+	if slices.Contains(kinds, "dropbear") {
+		need = append(need, "/usr/sbin/dropbear", "/usr/bin/dropbearkey")
+	}
+	if slices.Contains(kinds, "openssh") {
+		need = append(need, "/usr/sbin/sshd")
+	}
+	for _, p := range need {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("%s is missing: run tools/ci/deps.sh (make test does)", p)
 		}
