@@ -137,33 +137,10 @@ func TestDiscoveryFlash(t *testing.T) {
 	c.acceptAll("r1")
 
 	// The event: the relay's own, with the whole record.
-	deadline := time.After(60 * time.Second)
-	var found map[string]any
-	for found == nil {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatal("event stream ended")
-			}
-			tag, js, _ := strings.Cut(l, "\t")
-			if tag != "halite/relay/r1/discovery/new" {
-				continue
-			}
-			var ev map[string]any
-			if err := json.Unmarshal([]byte(js), &ev); err != nil {
-				t.Fatalf("%s: data is not JSON: %v", tag, err)
-			}
-			rec, _ := ev["data"].(map[string]any)
-			if ev["id"] != "r1" || rec == nil {
-				t.Fatalf("%s: %v, want the relay's event (id r1, the record in data)", tag, ev)
-			}
-			if ips, _ := rec["ips"].([]any); slices.Contains(ips, any("10.77.1.5")) {
-				found = rec
-			}
-		case <-deadline:
-			t.Fatal("no halite/relay/r1/discovery/new event for 10.77.1.5 within 60s")
-		}
-	}
+	found := discoveryEvent(t, lines, "halite/relay/r1/discovery/new", func(rec map[string]any) bool {
+		ips, _ := rec["ips"].([]any)
+		return slices.Contains(ips, any("10.77.1.5"))
+	})
 	t.Logf("discovery/new: %v", found)
 
 	// discovery.list: vendor, model, unmanaged, and nothing but the camera.
@@ -238,6 +215,9 @@ func TestDiscoveryFlash(t *testing.T) {
 		l := c.discoveryList()
 		return len(l) == 1 && l[0]["managed"] == true && l[0]["id"] == "cam-found"
 	})
+	discoveryEvent(t, lines, "halite/relay/r1/discovery/changed", func(rec map[string]any) bool {
+		return rec["key"] == cameraMAC && rec["managed"] == true && rec["id"] == "cam-found"
+	})
 	if l := c.discoveryList("model=TestCam-1", "unmanaged=True"); len(l) != 0 {
 		t.Errorf("discovery.list unmanaged=True still lists the flashed camera: %v", l)
 	}
@@ -247,5 +227,37 @@ func TestDiscoveryFlash(t *testing.T) {
 	got, r = flash("--from-discovery", "model=TestCam-1 unmanaged=False", "--dry-run")
 	if r.code != 0 || got.Status != "dry-run" || got.Host != "10.77.1.5" {
 		t.Errorf("unmanaged=False dry run: exit %d, %+v\n%s", r.code, got, r.stderr)
+	}
+}
+
+// discoveryEvent waits up to a minute for the relay r1's event tag whose
+// record (its data) ok accepts, and returns the record.
+func discoveryEvent(t *testing.T, lines <-chan string, tag string, ok func(map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	for {
+		select {
+		case l, more := <-lines:
+			if !more {
+				t.Fatalf("event stream ended before %s", tag)
+			}
+			got, js, _ := strings.Cut(l, "\t")
+			if got != tag {
+				continue
+			}
+			var ev map[string]any
+			if err := json.Unmarshal([]byte(js), &ev); err != nil {
+				t.Fatalf("%s: data is not JSON: %v", tag, err)
+			}
+			rec, _ := ev["data"].(map[string]any)
+			if ev["id"] != "r1" || rec == nil {
+				t.Fatalf("%s: %v, want the relay's event (id r1, the record in data)", tag, ev)
+			}
+			if ok(rec) {
+				return rec
+			}
+		case <-deadline:
+			t.Fatalf("no %s event as wanted within 60s", tag)
+		}
 	}
 }

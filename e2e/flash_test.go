@@ -506,7 +506,7 @@ func TestFlashRefusals(t *testing.T) {
 // (here with the id read from a file on the device, --id-from file:PATH);
 // the device, the master's keys and the known_hosts file are unchanged.
 func TestFlashDryRun(t *testing.T) {
-	needFlashDeps(t)
+	needSSHServers(t, "dropbear")
 	key, authorized := clientKey(t)
 	d := startDevice(t, "dropbear", authorized, "")
 	c := newCluster(t, "")
