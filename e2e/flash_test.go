@@ -51,13 +51,27 @@ func haliteFlash(t *testing.T) string {
 
 func needFlashDeps(t *testing.T) {
 	t.Helper()
+	needSSHServers(t, "dropbear", "openssh")
+}
+
+// needSSHServers is needFlashDeps for a test that starts only the SSH
+// servers of the kinds given (dropbear, openssh).
+func needSSHServers(t *testing.T, kinds ...string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts SSH servers and agents")
 	}
 	if os.Geteuid() != 0 {
 		t.Fatal("the flashing tests start SSH servers in mount namespaces: run them as root")
 	}
-	for _, p := range []string{"/usr/sbin/dropbear", "/usr/bin/dropbearkey", "/usr/sbin/sshd", "/usr/bin/ssh-keygen", "/usr/bin/unshare"} {
+	need := []string{"/usr/bin/ssh-keygen", "/usr/bin/unshare"}
+	if slices.Contains(kinds, "dropbear") {
+		need = append(need, "/usr/sbin/dropbear", "/usr/bin/dropbearkey")
+	}
+	if slices.Contains(kinds, "openssh") {
+		need = append(need, "/usr/sbin/sshd")
+	}
+	for _, p := range need {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("%s is missing: run tools/ci/deps.sh (make test does)", p)
 		}
@@ -100,11 +114,20 @@ func clientKey(t *testing.T) (string, string) {
 // the server (a small tmpfs, a read-only bind).
 func startDevice(t *testing.T, kind, authorized, setup string) *sshDevice {
 	t.Helper()
+	return startDeviceAt(t, "", fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t)), kind, authorized, setup)
+}
+
+// startDeviceAt is startDevice in the network namespace ns ("": the
+// test's), the server listening on addr (IPv4:PORT).
+func startDeviceAt(t *testing.T, ns, addr, kind, authorized, setup string) *sshDevice {
+	t.Helper()
 	work := t.TempDir()
 	d := &sshDevice{kind: kind, dir: filepath.Join(work, "device"), log: new(bytes.Buffer), mu: new(sync.Mutex)}
 	os.MkdirAll(filepath.Join(d.dir, "etc", "init.d"), 0o755)
-	port := freeTCPPort(t)
-	d.addr = fmt.Sprintf("127.0.0.1:%d", port)
+	d.addr = addr
+	host, portS, _ := net.SplitHostPort(addr)
+	var port int
+	fmt.Sscan(portS, &port)
 	auth := filepath.Join(work, "authorized_keys")
 	os.WriteFile(auth, []byte(authorized), 0o600)
 	var script string
@@ -138,7 +161,7 @@ exec /usr/sbin/dropbear -F -E -m -p %s -r %s -P %s`, auth, d.addr, hk, filepath.
 		d.hostPub = f[0] + " " + f[1]
 		conf := filepath.Join(work, "sshd_config")
 		os.WriteFile(conf, []byte(fmt.Sprintf(`Port %d
-ListenAddress 127.0.0.1
+ListenAddress %s
 HostKey %s
 AuthorizedKeysFile %s
 PidFile %s
@@ -147,14 +170,18 @@ UsePAM no
 PermitRootLogin yes
 PasswordAuthentication yes
 KbdInteractiveAuthentication no
-`, port, hk, auth, filepath.Join(work, "sshd.pid"))), 0o600)
+`, port, host, hk, auth, filepath.Join(work, "sshd.pid"))), 0o600)
 		// sshd needs its privilege separation directory, /run/sshd.
 		script = fmt.Sprintf(`mount -t tmpfs tmpfs /run && mkdir -m 755 /run/sshd && exec /usr/sbin/sshd -D -e -f %s`, conf)
 	default:
 		t.Fatalf("unknown ssh server %q", kind)
 	}
 	script = fmt.Sprintf("set -e\nmount --make-rprivate / && mount --bind %s %s\n%s\n%s", d.dir, devMount, setup, script)
-	d.cmd = exec.Command("unshare", "-m", "sh", "-c", script)
+	if ns == "" {
+		d.cmd = exec.Command("unshare", "-m", "sh", "-c", script)
+	} else {
+		d.cmd = exec.Command("ip", "netns", "exec", ns, "unshare", "-m", "sh", "-c", script)
+	}
 	w := lockedWriter{d.mu, d.log}
 	d.cmd.Stdout, d.cmd.Stderr = w, w
 	if err := d.cmd.Start(); err != nil {
@@ -189,6 +216,9 @@ KbdInteractiveAuthentication no
 			t.Fatalf("%s exited:\n%s", kind, d.log.String())
 		default:
 		}
+		if ns != "" {
+			return exec.Command("ip", "netns", "exec", ns, "bash", "-c", "exec 3<>/dev/tcp/"+host+"/"+portS).Run() == nil
+		}
 		c, err := net.Dial("tcp", d.addr)
 		if err == nil {
 			c.Close()
@@ -208,6 +238,22 @@ type flashResult struct {
 // the results by host.
 func (c *cluster) flashSSH(env []string, args ...string) (map[string]flashResult, result) {
 	c.t.Helper()
+	r := c.flashRaw("", env, args...)
+	var doc struct{ Results []flashResult }
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		c.t.Fatalf("halite-flash ssh %v: exit %d, output is not JSON: %v\n%s\nstderr: %s", args, r.code, err, r.stdout, r.stderr)
+	}
+	m := map[string]flashResult{}
+	for _, fr := range doc.Results {
+		m[fr.Host] = fr
+	}
+	return m, r
+}
+
+// flashRaw runs halite-flash ssh --out json against the cluster's master
+// (at 127.0.0.1 in the network namespace ns, "": the test's), in ns.
+func (c *cluster) flashRaw(ns string, env []string, args ...string) result {
+	c.t.Helper()
 	bin := haliteFlash(c.t)
 	full := []string{"ssh", "-c", c.masterDir(), "--master", fmt.Sprintf("127.0.0.1:%d", c.port),
 		"--install-root", devMount, "--out", "json", "-j", "8"}
@@ -216,6 +262,9 @@ func (c *cluster) flashSSH(env []string, args ...string) (map[string]flashResult
 	}
 	full = append(full, args...)
 	cmd := exec.Command(bin, full...)
+	if ns != "" {
+		cmd = exec.Command("ip", append([]string{"netns", "exec", ns, bin}, full...)...)
+	}
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -226,15 +275,7 @@ func (c *cluster) flashSSH(env []string, args ...string) (map[string]flashResult
 	} else if err != nil {
 		c.t.Fatal(err)
 	}
-	var doc struct{ Results []flashResult }
-	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
-		c.t.Fatalf("halite-flash ssh %v: exit %d, output is not JSON: %v\n%s\nstderr: %s", args, r.code, err, out.String(), errb.String())
-	}
-	m := map[string]flashResult{}
-	for _, fr := range doc.Results {
-		m[fr.Host] = fr
-	}
-	return m, r
+	return r
 }
 
 func writeInventory(t *testing.T, lines ...string) string {
@@ -465,7 +506,7 @@ func TestFlashRefusals(t *testing.T) {
 // (here with the id read from a file on the device, --id-from file:PATH);
 // the device, the master's keys and the known_hosts file are unchanged.
 func TestFlashDryRun(t *testing.T) {
-	needFlashDeps(t)
+	needSSHServers(t, "dropbear")
 	key, authorized := clientKey(t)
 	d := startDevice(t, "dropbear", authorized, "")
 	c := newCluster(t, "")

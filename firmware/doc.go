@@ -7,7 +7,9 @@
 // POSIX installer that runs under BusyBox ash), and the enrolment of
 // devices' keys with the master without a pending step (Master.Enrol:
 // through the running master's wheel, or into its key store when it is
-// stopped, as Salt's preseeded keys). Package firmware/flash flashes devices
+// stopped, as Salt's preseeded keys), and the devices the relays found
+// (Master.Discovered: the master's discovery.list, for halite-flash ssh
+// --from-discovery). Package firmware/flash flashes devices
 // over SSH with it; firmware/pkg makes .deb and .ipk packages with the
 // same service files (ServiceFile); cmd/halite-flash is the command.
 //

@@ -2,8 +2,9 @@
 //
 //	halite-flash bundle --arch ARCH --master HOST[:PORT] [--relay HOST:PORT] [--id-from hostname|mac|file:PATH]
 //	                    [--preseed N [--id-prefix P]] [--out DIR|FILE.tar.gz] [--agent-binary PATH | --dist DIR]
-//	halite-flash ssh --master HOST[:PORT] [--inventory FILE | HOST...] [--user U] [--key FILE | --password-env VAR]
-//	                 [-j 50] [--known-hosts FILE] [--accept-new-hostkeys] [--dry-run] [--out json] [--state FILE]
+//	halite-flash ssh --master HOST[:PORT] [--inventory FILE | --from-discovery FILTER | HOST...] [--user U]
+//	                 [--key FILE | --password-env VAR] [-j 50] [--known-hosts FILE] [--accept-new-hostkeys]
+//	                 [--dry-run] [--out json] [--state FILE]
 //	halite-flash package --format deb|ipk --kind agent|master|relay --arch ARCH --version V [--bin DIR] [-o DIR]
 //
 // Both pin the master's key in the agent's configuration (master_finger, read
@@ -62,6 +63,8 @@ type bundleOpts struct {
 type sshOpts struct {
 	common
 	inventory   string
+	discovery   string         // --from-discovery FILTER
+	filter      map[string]any // discovery.list's arguments, from discovery
 	hosts       []string
 	user        string
 	keyFile     string
@@ -160,10 +163,11 @@ func bundleFlags(o *bundleOpts) *pflag.FlagSet {
 }
 
 func sshFlags(o *sshOpts) *pflag.FlagSet {
-	fs := pflag.NewFlagSet("halite-flash ssh --master HOST[:PORT] [--inventory FILE | HOST...] [--user U] [--key FILE | --password-env VAR] [-j N] [--dry-run] [--out json]", pflag.ContinueOnError)
+	fs := pflag.NewFlagSet("halite-flash ssh --master HOST[:PORT] [--inventory FILE | --from-discovery FILTER | HOST...] [--user U] [--key FILE | --password-env VAR] [-j N] [--dry-run] [--out json]", pflag.ContinueOnError)
 	addCommon(fs, &o.common)
 	home, _ := os.UserHomeDir()
 	fs.StringVarP(&o.inventory, "inventory", "i", "", "devices, one a line: HOST[:PORT] [id=ID] [user=U] [arch=ARCH]")
+	fs.StringVar(&o.discovery, "from-discovery", "", "flash the devices the relays found (discovery.list) that match KEY=GLOB terms, ANDed: "+strings.Join(firmware.DiscoveryKeys, ", ")+" (unmanaged=True unless given)")
 	fs.StringVarP(&o.user, "user", "u", "root", "SSH user")
 	fs.StringVar(&o.keyFile, "key", "", "SSH private key file")
 	fs.StringVar(&o.passwordEnv, "password-env", "", "name of the environment variable holding the SSH password")
@@ -221,8 +225,21 @@ func (o *bundleOpts) check(fs *pflag.FlagSet) error {
 
 func (o *sshOpts) check(fs *pflag.FlagSet) error {
 	o.hosts = fs.Args()
-	if (o.inventory == "") == (len(o.hosts) == 0) {
-		return cli.Usagef("give --inventory FILE or hosts, one of the two")
+	sources := 0
+	for _, given := range []bool{o.inventory != "", len(o.hosts) > 0, fs.Changed("from-discovery")} {
+		if given {
+			sources++
+		}
+	}
+	if sources != 1 {
+		return cli.Usagef("give --inventory FILE, --from-discovery FILTER or hosts, one of the three")
+	}
+	if fs.Changed("from-discovery") {
+		f, err := firmware.ParseDiscoveryFilter(o.discovery)
+		if err != nil {
+			return cli.Usagef("--from-discovery: %v", err)
+		}
+		o.filter = f
 	}
 	if o.keyFile == "" && o.passwordEnv == "" {
 		return cli.Usagef("give --key FILE or --password-env VAR")
@@ -337,7 +354,9 @@ func runBundle(ctx context.Context, o bundleOpts, stdout io.Writer) error {
 
 func runSSH(ctx context.Context, o sshOpts, stdout, stderr io.Writer) error {
 	var targets []flash.Target
-	if o.inventory != "" {
+	switch {
+	case o.filter != nil: // after setup, which finds the master
+	case o.inventory != "":
 		f, err := os.Open(o.inventory)
 		if err != nil {
 			return err
@@ -347,7 +366,7 @@ func runSSH(ctx context.Context, o sshOpts, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-	} else {
+	default:
 		for _, h := range o.hosts {
 			targets = append(targets, flash.Target{Addr: h})
 		}
@@ -355,6 +374,11 @@ func runSSH(ctx context.Context, o sshOpts, stdout, stderr io.Writer) error {
 	m, p, src, err := o.setup(ctx)
 	if err != nil {
 		return err
+	}
+	if o.filter != nil {
+		if targets, err = discoveryTargets(ctx, m, o.discovery, o.filter, stderr); err != nil {
+			return err
+		}
 	}
 	fo := flash.Options{
 		User: o.user, KnownHosts: o.knownHosts, AcceptNew: o.acceptNew, Jobs: o.jobs, DryRun: o.dryRun,
@@ -535,4 +559,31 @@ func runPackage(o packageOpts, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s: %s %s for %s, %.2f MiB\n", r.Path, r.Name, r.Version, r.Arch, float64(r.Size)/(1<<20))
 	return nil
+}
+
+// discoveryTargets asks the running master which devices of the relays'
+// inventories match filter (--from-discovery's text is given for the
+// messages) and says on stderr which it takes. No device matching is an
+// error: a typo in a filter must not look like a flashed site.
+func discoveryTargets(ctx context.Context, m *firmware.Master, text string, filter map[string]any, stderr io.Writer) ([]flash.Target, error) {
+	devs, skipped, err := m.Discovered(ctx, filter)
+	if err != nil {
+		return nil, err
+	}
+	if skipped > 0 {
+		fmt.Fprintf(stderr, "halite-flash: %d matching devices have no usable IP address in their record: left out\n", skipped)
+	}
+	if len(devs) == 0 {
+		how := "halite-run discovery.list shows the inventories"
+		if filter["unmanaged"] == true {
+			how += "; devices already running an accepted agent are left out unless the filter says unmanaged=False"
+		}
+		return nil, fmt.Errorf("--from-discovery %q: no device of the relays' inventories matches (%s)", text, how)
+	}
+	targets := make([]flash.Target, 0, len(devs))
+	for _, d := range devs {
+		fmt.Fprintf(stderr, "halite-flash: from relay %s: %s (%s) %s %s\n", d.Relay, d.Addr, d.Key, dash(d.Vendor), dash(d.Model))
+		targets = append(targets, flash.Target{Addr: d.Addr})
+	}
+	return targets, nil
 }
