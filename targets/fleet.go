@@ -52,15 +52,18 @@ type fleetMinion struct {
 
 // fleetKey is one top-level grain: its distinct values.
 type fleetKey struct {
-	name string
-	vals map[string]*fleetVal // by appendEnc of the value
+	name  string
+	vals  map[string]*fleetVal   // by appendEnc of the value
+	lower map[string][]*fleetVal // the string values, by appendLower of the value
+	other map[*fleetVal]struct{} // the values that are not strings
 }
 
 // fleetVal is one distinct value of a grain and the slots holding it.
 type fleetVal struct {
 	key   *fleetKey
 	enc   string
-	v     any // the value, as one of the minions holding it has it
+	v     any    // the value, as one of the minions holding it has it
+	low   string // appendLower of a string value
 	slots posting
 }
 
@@ -131,7 +134,8 @@ func (f *Fleet) Set(id string, e *FleetEntry) {
 	for _, ev := range e.vals {
 		fk := f.keys[ev.key]
 		if fk == nil {
-			fk = &fleetKey{name: ev.key, vals: map[string]*fleetVal{}}
+			fk = &fleetKey{name: ev.key, vals: map[string]*fleetVal{},
+				lower: map[string][]*fleetVal{}, other: map[*fleetVal]struct{}{}}
 			f.keys[ev.key] = fk
 		}
 		enc := ev.enc
@@ -144,6 +148,12 @@ func (f *Fleet) Set(id string, e *FleetEntry) {
 		if fv == nil {
 			fv = &fleetVal{key: fk, enc: enc, v: ev.v}
 			fk.vals[enc] = fv
+			if str, ok := ev.v.(string); ok {
+				fv.low = string(appendLower(nil, str))
+				fk.lower[fv.low] = append(fk.lower[fv.low], fv)
+			} else {
+				fk.other[fv] = struct{}{}
+			}
 			f.nodes++
 		}
 		fv.slots.add(s)
@@ -171,7 +181,18 @@ func (f *Fleet) unlink(s uint32) {
 	for _, fv := range f.mins[s].vals {
 		fv.slots.remove(s)
 		if fv.slots.n == 0 {
-			delete(fv.key.vals, fv.enc)
+			k := fv.key
+			delete(k.vals, fv.enc)
+			if _, ok := fv.v.(string); ok {
+				l := slices.DeleteFunc(k.lower[fv.low], func(x *fleetVal) bool { return x == fv })
+				if len(l) == 0 {
+					delete(k.lower, fv.low)
+				} else {
+					k.lower[fv.low] = l
+				}
+			} else {
+				delete(k.other, fv)
+			}
 			f.nodes--
 			if len(fv.key.vals) == 0 {
 				delete(f.keys, fv.key.name)
@@ -346,7 +367,11 @@ func (e *fleetEval) data(n *dataNode, mask, out []uint64) {
 			return
 		}
 		if k := e.f.keys[c.key[0].S]; k != nil {
-			work += len(k.vals)
+			if lookup(n, c) {
+				work += 1 + len(k.other)
+			} else {
+				work += len(k.vals)
+			}
 		}
 	}
 	if work > popcount(mask) {
@@ -359,8 +384,24 @@ func (e *fleetEval) data(n *dataNode, mask, out []uint64) {
 		if k == nil {
 			continue
 		}
-		for _, fv := range k.vals {
-			if v, ok := traverse(fv.v, c.key[1:]); ok && foundMatch(v, c.m, n.mode) {
+		if !lookup(n, c) {
+			for _, fv := range k.vals {
+				if v, ok := traverse(fv.v, c.key[1:]); ok && foundMatch(v, c.m, n.mode) {
+					fv.slots.orInto(out)
+				}
+			}
+			continue
+		}
+		// A string matches a pattern without metacharacters when it
+		// lowers to it (foldEqual): look it up. Other values (numbers,
+		// lists, maps) are matched one distinct value at a time.
+		for _, fv := range k.lower[c.m.low] {
+			if foundMatch(fv.v, c.m, n.mode) {
+				fv.slots.orInto(out)
+			}
+		}
+		for fv := range k.other {
+			if foundMatch(fv.v, c.m, n.mode) {
 				fv.slots.orInto(out)
 			}
 		}
@@ -368,6 +409,13 @@ func (e *fleetEval) data(n *dataNode, mask, out []uint64) {
 	for i := range out {
 		out[i] &= mask[i]
 	}
+}
+
+// lookup reports whether candidate c of n is a top-level grain compared
+// with a pattern without glob metacharacters, which the string values
+// answer by lookup.
+func lookup(n *dataNode, c cand) bool {
+	return len(c.key) == 1 && n.mode == modeGlob && c.m.lit && c.m.wild == nil
 }
 
 // posting is a set of slots: a sorted list while small, then a bitset.
@@ -432,6 +480,18 @@ func (p *posting) orInto(out []uint64) {
 	for _, s := range p.list {
 		out[s>>6] |= 1 << (s & 63)
 	}
+}
+
+// bitset returns the posting's slots as a bitset.
+func (p *posting) bitset() []uint64 {
+	if p.dense != nil {
+		return p.dense
+	}
+	var b []uint64
+	for _, s := range p.list {
+		setBit(&b, s)
+	}
+	return b
 }
 
 func setBit(b *[]uint64, s uint32) {
