@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 )
 
 // benchFleet builds n minions with grains shaped like a camera fleet's.

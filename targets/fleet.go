@@ -207,7 +207,7 @@ func (f *Fleet) unlink(s uint32) {
 // grains. Candidates are distinct ids.
 func (f *Fleet) Select(m *Matcher, candidates []string) []string {
 	mask := make([]uint64, len(f.live))
-	var out []string
+	out := []string{}
 	mn := Minion{}
 	for _, id := range candidates {
 		if s, ok := f.slot[id]; ok {

@@ -162,7 +162,7 @@ var fleetGroups = map[string]any{
 // fleet as through the per-minion matcher.
 func TestFleetAgreesRandom(t *testing.T) {
 	seeds, rounds, exprs := 6, 12, 60
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		seeds, rounds = 2, 4
 	}
 	total, matched, cases := 0, 0, 0
@@ -331,8 +331,8 @@ func TestFleetEncodingTellsTypesApart(t *testing.T) {
 // per-minion matcher selects (on 500 of them, 100 under -race).
 func TestFleetHostile(t *testing.T) {
 	n := 20_000
-	if testing.Short() {
-		n = 2000
+	if testing.Short() || raceEnabled {
+		n = 4000
 	}
 	ms := benchFleet(n)
 	f := NewFleet()
