@@ -2,6 +2,7 @@ package targets
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"syscall"
 	"testing"
@@ -186,7 +187,13 @@ func benchFleetOf(minions []*Minion) *Fleet {
 // (an id → grains map, as the registry's) and for the fleet.
 func benchCompoundFleet(b *testing.B, minions []*Minion) {
 	n := len(minions)
+	var ms0, ms1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms0)
 	f := benchFleetOf(minions)
+	runtime.GC()
+	runtime.ReadMemStats(&ms1)
+	fleetBytes := float64(ms1.HeapAlloc-ms0.HeapAlloc) / float64(n)
 	b.Run(fmt.Sprintf("phase=compile+match/grains=fleet/minions=%d", n), func(b *testing.B) {
 		b.ReportAllocs()
 		matched := 0
@@ -201,6 +208,7 @@ func benchCompoundFleet(b *testing.B, minions []*Minion) {
 		perMinion(b, n, cpu0)
 		b.ReportMetric(float64(matched), "matched")
 		b.ReportMetric(float64(f.Values())/float64(n), "values/minion")
+		b.ReportMetric(fleetBytes, "fleet-B/minion")
 	})
 	ids := make([]string, n)
 	byID := make(map[string]*Minion, n)
