@@ -433,11 +433,20 @@ func (p *posting) denseAt(s uint32) bool {
 
 func (p *posting) add(s uint32) {
 	if p.dense != nil {
-		if !hasBit(p.dense, s) {
+		if hasBit(p.dense, s) {
+			return
+		}
+		if int(s>>6) < len(p.dense) || p.denseAt(s) {
 			setBit(&p.dense, s)
 			p.n++
+			return
 		}
-		return
+		// The bitset would grow to a slot far beyond what its members
+		// justify (a value whose minions took the first slots): back to a
+		// list, so that memory stays in proportion to the members.
+		p.list = make([]uint32, 0, p.n+1)
+		forEach(p.dense, func(x uint32) { p.list = append(p.list, x) })
+		p.dense = nil
 	}
 	i, found := slices.BinarySearch(p.list, s)
 	if found {

@@ -386,3 +386,32 @@ func TestFleetHostile(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetPostingStaysSmall: a value held by the first minions becomes a
+// bitset; when a minion far beyond them joins it, the value goes back to a
+// list instead of a bitset spanning every slot.
+func TestFleetPostingStaysSmall(t *testing.T) {
+	f := NewFleet()
+	for i := range 100_000 {
+		os := "Arch"
+		if i < 100 || i == 99_999 {
+			os = "Debian"
+		}
+		f.Set(fmt.Sprintf("m%06d", i), NewFleetEntry(map[string]any{"os": os}, nil))
+	}
+	v := f.keys["os"].vals[string(mustEnc(t, "Debian"))]
+	if v.slots.dense != nil || v.slots.n != 101 {
+		t.Errorf("os Debian: a bitset of %d words for %d minions, want a list of 101", len(v.slots.dense), v.slots.n)
+	}
+	a := f.keys["os"].vals[string(mustEnc(t, "Arch"))]
+	if a.slots.dense == nil || a.slots.n != 100_000-101 {
+		t.Errorf("os Arch: dense %v, n %d", a.slots.dense != nil, a.slots.n)
+	}
+	m, err := Compile("G@os:debian or G@os:ARCH", "compound", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Count(m); got != 100_000 {
+		t.Errorf("count %d, want 100000", got)
+	}
+}
