@@ -89,7 +89,11 @@ func genFleetGrains(r *rand.Rand) map[string]any {
 		return nil
 	}
 	g := genGrains(r)
-	if r.IntN(5) > 0 {
+	switch r.IntN(5) {
+	case 0:
+	case 1, 2:
+		g["os"] = "Debian" // most minions: a value entry that turns into a bitset
+	default:
 		g["os"] = fleetOS[r.IntN(len(fleetOS))]
 	}
 	if r.IntN(3) > 0 {
@@ -180,14 +184,14 @@ func TestFleetAgreesRandom(t *testing.T) {
 			f.Set(id, NewFleetEntry(mn.Grains, mn.Index))
 		}
 		newID := func() string {
-			return fleetIDs[r.IntN(len(fleetIDs))] + fmt.Sprint(r.IntN(40))
+			return fleetIDs[r.IntN(len(fleetIDs))] + fmt.Sprint(r.IntN(80))
 		}
-		for range 150 + r.IntN(150) {
+		for range 250 + r.IntN(250) {
 			set(newID())
 		}
 		for round := range rounds {
 			// Change the fleet: new grains, new minions, deletions.
-			for range 1 + r.IntN(40) {
+			for range 1 + r.IntN(80) {
 				switch id := newID(); r.IntN(3) {
 				case 0:
 					if _, ok := byID[id]; ok {
