@@ -22,8 +22,11 @@ type registry struct {
 	dir string
 	log *zap.Logger
 
-	mu       sync.RWMutex
-	grains   map[string]minionGrains
+	mu     sync.RWMutex
+	grains map[string]minionGrains
+	// fleet indexes the grains of every minion in grains, by value, for
+	// match (targets.Fleet).
+	fleet    *targets.Fleet
 	sessions map[string]*session
 	// presence since the last presence tick
 	joined, left map[string]bool
@@ -43,6 +46,7 @@ func newRegistry(dir string, log *zap.Logger) (*registry, error) {
 	r := &registry{
 		dir: dir, log: log,
 		grains:   make(map[string]minionGrains),
+		fleet:    targets.NewFleet(),
 		sessions: make(map[string]*session),
 		joined:   make(map[string]bool),
 		left:     make(map[string]bool),
@@ -75,7 +79,9 @@ func newRegistry(dir string, log *zap.Logger) (*registry, error) {
 			log.Warn("cached grains unreadable", zap.String("file", name), zap.Error(err))
 			continue
 		}
-		r.grains[id] = indexGrains(g)
+		mg := indexGrains(g)
+		r.grains[id] = mg
+		r.fleet.Set(id, targets.NewFleetEntry(mg.m, mg.idx))
 	}
 	return r, nil
 }
@@ -94,8 +100,10 @@ func indexGrains(g map[string]any) minionGrains {
 // setGrains records a minion's grains in memory and on disk.
 func (r *registry) setGrains(id string, g map[string]any) {
 	mg := indexGrains(g) // outside the lock: matching goes on meanwhile
+	fe := targets.NewFleetEntry(mg.m, mg.idx)
 	r.mu.Lock()
 	r.grains[id] = mg
+	r.fleet.Set(id, fe)
 	r.mu.Unlock()
 	b, err := protocol.Marshal(g)
 	if err != nil {
@@ -115,6 +123,7 @@ func (r *registry) setGrains(id string, g map[string]any) {
 func (r *registry) forget(id string) {
 	r.mu.Lock()
 	delete(r.grains, id)
+	r.fleet.Delete(id)
 	delete(r.handled, id)
 	r.mu.Unlock()
 	if err := os.Remove(filepath.Join(r.dir, id+".grains")); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -219,21 +228,14 @@ func (r *registry) presenceChanges() (joined, left []string) {
 	return joined, left
 }
 
-// match returns the ids among candidates that m matches, sorted.
+// match returns the ids among candidates (distinct) that m matches,
+// sorted; m reads no pillar (see matchWith). The fleet index answers: the
+// same minions as m.Match on each candidate's grains, without matching
+// each one.
 func (r *registry) match(m *targets.Matcher, candidates []string) []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make([]string, 0, len(candidates))
-	mn := targets.Minion{}
-	for _, id := range candidates {
-		g := r.grains[id]
-		mn.ID, mn.Grains, mn.Index = id, g.m, g.idx
-		if m.Match(&mn) {
-			out = append(out, id)
-		}
-	}
-	sort.Strings(out)
-	return out
+	return r.fleet.Select(m, candidates)
 }
 
 // matchWith is match with each minion's pillar from pillarOf.

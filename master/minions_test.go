@@ -1,14 +1,17 @@
 package master
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"go.uber.org/zap/zaptest"
 
 	"github.com/halite-fleet/halite/protocol"
+	"github.com/halite-fleet/halite/targets"
 )
 
 // TestRegistryResumedSession: a relayed device's session resumed with the
@@ -101,4 +104,71 @@ func TestRegistryGrainsLongestID(t *testing.T) {
 	if _, ok := r2.grains["cam9,evil"]; ok || len(r2.grains) != 1 {
 		t.Errorf("grains loaded: got %d ids, want only the valid one", len(r2.grains))
 	}
+}
+
+// TestRegistryMatchFleet: registry.match answers from the fleet index as
+// the per-minion matcher does, after grains change, after a minion is
+// forgotten, and after the registry is read back from its cache; accepted
+// minions without grains are matched by id.
+func TestRegistryMatchFleet(t *testing.T) {
+	dir := t.TempDir()
+	r, err := newRegistry(dir, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	grains := map[string]map[string]any{}
+	set := func(id string, g map[string]any) {
+		grains[id] = g
+		r.setGrains(id, g)
+	}
+	for i := range 300 {
+		set(fmt.Sprintf("cam%03d", i), map[string]any{
+			"os": []string{"Debian", "OpenWrt", "Buildroot"}[i%3], "site": fmt.Sprintf("s%d", i%7),
+			"roles": []any{"camera", fmt.Sprintf("zone-%d", i%5)}, "ipv4": []any{fmt.Sprintf("10.0.%d.%d", i/250, i%250)},
+		})
+	}
+	cands := []string{"nograins1", "cam-x"} // accepted, grains never seen
+	for id := range grains {
+		cands = append(cands, id)
+	}
+	exprs := []string{
+		"G@os:debian and not G@site:s3", "G@roles:zone-2 or cam00*", "not G@os:*", "cam*",
+		"( G@os:openwrt or S@10.0.1.0/24 ) and not E@cam1[0-4]", "L@cam001,nograins1,cam299 or G@site:s6",
+		"not ( G@os:Debian or G@os:OpenWrt )",
+	}
+	check := func(r *registry, when string) {
+		t.Helper()
+		for _, expr := range exprs {
+			m, err := targets.Compile(expr, "compound", targets.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, id := range cands {
+				if m.Match(&targets.Minion{ID: id, Grains: grains[id]}) {
+					want = append(want, id)
+				}
+			}
+			slices.Sort(want)
+			if got := r.match(m, cands); !slices.Equal(got, want) {
+				t.Errorf("%s: %q matched %v, want %v", when, expr, got, want)
+			}
+		}
+	}
+	check(r, "first grains")
+	for i := 0; i < 300; i += 4 {
+		set(fmt.Sprintf("cam%03d", i), map[string]any{"os": "Debian", "site": "s3"})
+	}
+	check(r, "grains changed")
+	for i := 1; i < 300; i += 10 {
+		id := fmt.Sprintf("cam%03d", i)
+		r.forget(id)
+		delete(grains, id)
+	}
+	check(r, "minions forgotten")
+	r2, err := newRegistry(dir, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(r2, "read back")
 }

@@ -2,7 +2,11 @@ package targets
 
 import (
 	"fmt"
+	"runtime"
+	"slices"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // benchFleet builds n minions with grains shaped like a camera fleet's.
@@ -74,6 +78,7 @@ func benchCompoundIndex(b *testing.B, n int) {
 	b.Run(fmt.Sprintf("phase=compile+match/grains=index/minions=%d", n), func(b *testing.B) {
 		b.ReportAllocs()
 		matched := 0
+		cpu0 := cpuTime()
 		for b.Loop() {
 			m, err := Compile(benchExpr, "compound", Options{})
 			if err != nil {
@@ -86,7 +91,7 @@ func benchCompoundIndex(b *testing.B, n int) {
 				}
 			}
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/minion")
+		perMinion(b, n, cpu0)
 		b.ReportMetric(float64(matched), "matched")
 		b.ReportMetric(float64(size)/float64(n), "index-B/minion")
 	})
@@ -106,6 +111,7 @@ func benchCompoundIndex(b *testing.B, n int) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/minion")
 	})
+	benchCompoundFleet(b, minions)
 	if n != 1000 {
 		return
 	}
@@ -130,6 +136,7 @@ func benchCompound(b *testing.B, n int) {
 	b.Run(fmt.Sprintf("phase=compile+match/grains=maps/minions=%d", n), func(b *testing.B) {
 		b.ReportAllocs()
 		matched := 0
+		cpu0 := cpuTime()
 		for b.Loop() {
 			m, err := Compile(benchExpr, "compound", Options{})
 			if err != nil {
@@ -142,7 +149,7 @@ func benchCompound(b *testing.B, n int) {
 				}
 			}
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/minion")
+		perMinion(b, n, cpu0)
 		b.ReportMetric(float64(matched), "matched")
 	})
 	b.Run(fmt.Sprintf("phase=match/grains=maps/minions=%d", n), func(b *testing.B) {
@@ -161,4 +168,104 @@ func benchCompound(b *testing.B, n int) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/minion")
 	})
+}
+
+// benchFleetOf builds the Fleet the master keeps of minions (built as
+// grains arrive, so outside the timed loops).
+func benchFleetOf(minions []*Minion) *Fleet {
+	f := NewFleet()
+	for _, mn := range minions {
+		f.Set(mn.ID, NewFleetEntry(mn.Grains, mn.Index))
+	}
+	return f
+}
+
+// benchCompoundFleet matches benchExpr with the fleet's inverted index:
+// phase=compile+match counts the matches, as the per-minion runs above do;
+// phase=compile+select is the master's whole path (registry.match): the
+// accepted ids in, the matched ids out, sorted, for the per-minion matcher
+// (an id → grains map, as the registry's) and for the fleet.
+func benchCompoundFleet(b *testing.B, minions []*Minion) {
+	n := len(minions)
+	var ms0, ms1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms0)
+	f := benchFleetOf(minions)
+	runtime.GC()
+	runtime.ReadMemStats(&ms1)
+	fleetBytes := float64(ms1.HeapAlloc-ms0.HeapAlloc) / float64(n)
+	b.Run(fmt.Sprintf("phase=compile+match/grains=fleet/minions=%d", n), func(b *testing.B) {
+		b.ReportAllocs()
+		matched := 0
+		cpu0 := cpuTime()
+		for b.Loop() {
+			m, err := Compile(benchExpr, "compound", Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			matched = f.Count(m)
+		}
+		perMinion(b, n, cpu0)
+		b.ReportMetric(float64(matched), "matched")
+		b.ReportMetric(float64(f.Values())/float64(n), "values/minion")
+		b.ReportMetric(fleetBytes, "fleet-B/minion")
+	})
+	ids := make([]string, n)
+	byID := make(map[string]*Minion, n)
+	for i, mn := range minions {
+		ids[i] = mn.ID
+		byID[mn.ID] = mn
+	}
+	b.Run(fmt.Sprintf("phase=compile+select/grains=index/minions=%d", n), func(b *testing.B) {
+		b.ReportAllocs()
+		matched := 0
+		cpu0 := cpuTime()
+		for b.Loop() {
+			m, err := Compile(benchExpr, "compound", Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			out := make([]string, 0, n)
+			for _, id := range ids {
+				if m.Match(byID[id]) {
+					out = append(out, id)
+				}
+			}
+			slices.Sort(out)
+			matched = len(out)
+		}
+		perMinion(b, n, cpu0)
+		b.ReportMetric(float64(matched), "matched")
+	})
+	b.Run(fmt.Sprintf("phase=compile+select/grains=fleet/minions=%d", n), func(b *testing.B) {
+		b.ReportAllocs()
+		matched := 0
+		cpu0 := cpuTime()
+		for b.Loop() {
+			m, err := Compile(benchExpr, "compound", Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			matched = len(f.Select(m, ids))
+		}
+		perMinion(b, n, cpu0)
+		b.ReportMetric(float64(matched), "matched")
+	})
+}
+
+// cpuTime is the process's CPU time so far (user and system, the garbage
+// collector's included): on a shared machine it moves less than wall time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// perMinion reports the wall and CPU time per minion of the b.N matches
+// over n minions since cpu0.
+func perMinion(b *testing.B, n int, cpu0 time.Duration) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/minion")
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N)/float64(n), "cpu-ns/minion")
 }

@@ -244,45 +244,43 @@ func subdictMatch(data any, cs []cand, mode dataMode) bool {
 				continue
 			}
 		}
-		switch x := v.(type) {
-		case map[string]any:
-			if len(x) > 0 && dictMatch(x, c.m, mode) {
-				return true
-			}
-			continue
-		case map[any]any:
-			if len(x) > 0 && dictMatch(x, c.m, mode) {
-				return true
-			}
-			continue
-		case map[string]string:
-			if len(x) > 0 && dictMatch(x, c.m, mode) {
-				return true
-			}
-			continue
-		case []any:
-			for _, e := range x {
-				if saltdata.IsMap(e) && dictMatch(e, c.m, mode) {
-					return true
-				}
-				if matchValue(e, c.m, mode) {
-					return true
-				}
-			}
-			continue
-		case []string:
-			for _, e := range x {
-				if matchString(e, c.m, mode) {
-					return true
-				}
-			}
-			continue
-		}
-		if matchValue(v, c.m, mode) {
+		if foundMatch(v, c.m, mode) {
 			return true
 		}
 	}
 	return false
+}
+
+// foundMatch is the rest of subdictMatch for one candidate, once its key
+// has led to v: a map matches by _dict_match, a list when an element
+// matches, anything else by its str().
+func foundMatch(v any, p *pat, mode dataMode) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		return len(x) > 0 && dictMatch(x, p, mode)
+	case map[any]any:
+		return len(x) > 0 && dictMatch(x, p, mode)
+	case map[string]string:
+		return len(x) > 0 && dictMatch(x, p, mode)
+	case []any:
+		for _, e := range x {
+			if saltdata.IsMap(e) && dictMatch(e, p, mode) {
+				return true
+			}
+			if matchValue(e, p, mode) {
+				return true
+			}
+		}
+		return false
+	case []string:
+		for _, e := range x {
+			if matchString(e, p, mode) {
+				return true
+			}
+		}
+		return false
+	}
+	return matchValue(v, p, mode)
 }
 
 // dictMatch is Salt's _dict_match: d is a map saltdata.IsMap.

@@ -10,6 +10,11 @@
 // compile time; Matcher.String gives the expanded target as one compound
 // expression, which is what a relay or agent needs.
 //
+// A Fleet indexes many minions' grains by value (the master keeps one of
+// every minion it knows) and selects the minions a Matcher matches with
+// bitset operations instead of matching each minion; the result is the
+// same as Matcher.Match on each.
+//
 // Semantics follow Salt 3006: glob is fnmatch on the id (case-sensitive);
 // pcre is re.match (anchored at the start only); grain and pillar matching is
 // salt.utils.data.subdict_match (nested keys, list elements, both sides
