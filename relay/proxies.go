@@ -420,6 +420,7 @@ func (r *Relay) fanOutProxies(body *protocol.JobBody, want func(id string, grain
 
 // runProxyJob runs one job on proxy minion p and sends its return.
 func (r *Relay) runProxyJob(p *proxySession, body *protocol.JobBody, grains map[string]any) {
+	defer r.proxyReturns.Add(1)
 	var res proxy.Result
 	if p.running.Add(1) > proxyCalls {
 		res = proxy.Result{Return: fmt.Sprintf("ERROR: proxy minion %s is busy with %d calls; try again later", p.m.ID(), proxyCalls), Retcode: proxy.RetcodeGeneric}

@@ -2,6 +2,8 @@ package relay
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/internal/sshtest"
 	"github.com/halite-fleet/halite/master/keys"
+	"github.com/halite-fleet/halite/protocol"
 	"github.com/halite-fleet/halite/relay/proxy/proxytest"
 )
 
@@ -146,5 +149,80 @@ func TestProxyBoundToRelay(t *testing.T) {
 	_, rets, _ := tm.publish(t, "gw", "test.ping", 10)
 	if rets["gw"] != true {
 		t.Errorf("gw test.ping: %v", rets)
+	}
+}
+
+// TestProxyReturnAcrossLinkCut: a proxy minion's return made while the
+// relay's link to the master is down (here: the master restarts, as in
+// TestRelayMasterRestart for a device) waits in the relay's spool and
+// reaches the master once the link is back, and is announced once.
+func TestProxyReturnAcrossLinkCut(t *testing.T) {
+	tm := startMaster(t, true)
+	srv, err := sshtest.Start("127.0.0.1:0", "admin", "sshpw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	host, port, _ := strings.Cut(srv.Addr, ":")
+	var p int
+	fmt.Sscan(port, &p)
+	e := []config.Proxy{{ID: "cam-ssh", ProxyType: "ssh", Host: host, Port: p, Username: "admin", Password: "sshpw",
+		AcceptNewHostKey: true, KnownHosts: t.TempDir() + "/known_hosts", Timeout: 60}}
+	forwarded := make(chan struct{}, 16)
+	tr := startRelay(t, tm, "r1", func(r *config.Relay) { r.Proxies = e }, func(typ protocol.Type, wire []byte) []byte {
+		if typ == protocol.TypeJob {
+			forwarded <- struct{}{}
+		}
+		return wire // observed, not altered
+	})
+	waitFor(t, "cam-ssh up", func() bool { _, up := tr.proxyStats(); return up == 1 })
+
+	// The command waits for a file the test makes once the master is
+	// down: its return is made while the link is cut.
+	gate := filepath.Join(t.TempDir(), "gate")
+	jid := asyncJob(t, tm, "cam-ssh", "cmd.run", "while [ ! -e "+gate+" ]; do sleep 0.05; done; echo done")
+	select {
+	case <-forwarded:
+	case <-time.After(waitTimeout):
+		t.Fatal("the relay never got the job")
+	}
+	waitFor(t, "the job to run on cam-ssh", func() bool { return tr.proxies[0].running.Load() == 1 })
+	if err := tm.run.stop(); err != nil {
+		t.Fatalf("master stop: %v", err)
+	}
+	waitFor(t, "the relay to see its link go", func() bool { return tr.link.Load() == nil })
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "cam-ssh's return to be made", func() bool { return tr.proxyReturns.Load() == 1 })
+	tm.mu.Lock()
+	tm.seen = nil
+	tm.mu.Unlock()
+	tm.boot(t)
+
+	ret := tm.waitEvent(t, "salt/job/"+jid+"/ret/cam-ssh", nil)
+	if ret["return"] != "done" {
+		t.Errorf("cam-ssh's return after the link came back: %v", ret)
+	}
+	// Exactly once: a later job's return comes after any copy of the
+	// first on the proxy minion's session.
+	_, rets, _ := tm.publish(t, "cam-ssh", "test.ping", 20)
+	if rets["cam-ssh"] != true {
+		t.Errorf("test.ping after the cut: %v", rets)
+	}
+	waitFor(t, "the relay's spool to empty", func() bool { return tr.Stats().SpoolItems == 0 })
+	tm.mu.Lock()
+	n := 0
+	for _, ev := range tm.seen {
+		if ev.Tag == "salt/job/"+jid+"/ret/cam-ssh" {
+			n++
+		}
+	}
+	tm.mu.Unlock()
+	if n != 1 {
+		t.Errorf("the return was announced %d times, want once", n)
+	}
+	if st := tr.Stats(); st.SpoolDropped != 0 {
+		t.Errorf("relay dropped %d items", st.SpoolDropped)
 	}
 }
