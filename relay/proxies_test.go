@@ -155,8 +155,18 @@ func TestProxyBoundToRelay(t *testing.T) {
 // TestProxyReturnAcrossLinkCut: a proxy minion's return made while the
 // relay's link to the master is down (here: the master restarts, as in
 // TestRelayMasterRestart for a device) waits in the relay's spool and
-// reaches the master once the link is back, and is announced once.
+// reaches the master once the link is back, and is announced once; also
+// when the relay itself restarts meanwhile (its spool and the proxy
+// minion's Hello kept on disk: resumeProxyOrphan).
 func TestProxyReturnAcrossLinkCut(t *testing.T) {
+	for _, restartRelay := range []bool{false, true} {
+		t.Run(fmt.Sprintf("relay_restart=%v", restartRelay), func(t *testing.T) {
+			testProxyReturnAcrossLinkCut(t, restartRelay)
+		})
+	}
+}
+
+func testProxyReturnAcrossLinkCut(t *testing.T, restartRelay bool) {
 	tm := startMaster(t, true)
 	srv, err := sshtest.Start("127.0.0.1:0", "admin", "sshpw")
 	if err != nil {
@@ -169,12 +179,13 @@ func TestProxyReturnAcrossLinkCut(t *testing.T) {
 	e := []config.Proxy{{ID: "cam-ssh", ProxyType: "ssh", Host: host, Port: p, Username: "admin", Password: "sshpw",
 		AcceptNewHostKey: true, KnownHosts: t.TempDir() + "/known_hosts", Timeout: 60}}
 	forwarded := make(chan struct{}, 16)
-	tr := startRelay(t, tm, "r1", func(r *config.Relay) { r.Proxies = e }, func(typ protocol.Type, wire []byte) []byte {
+	tamper := func(typ protocol.Type, wire []byte) []byte {
 		if typ == protocol.TypeJob {
 			forwarded <- struct{}{}
 		}
 		return wire // observed, not altered
-	})
+	}
+	tr := startRelay(t, tm, "r1", func(r *config.Relay) { r.Proxies = e }, tamper)
 	waitFor(t, "cam-ssh up", func() bool { _, up := tr.proxyStats(); return up == 1 })
 
 	// The command waits for a file the test makes once the master is
@@ -195,10 +206,23 @@ func TestProxyReturnAcrossLinkCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "cam-ssh's return to be made", func() bool { return tr.proxyReturns.Load() == 1 })
+	if st := tr.Stats(); st.SpoolItems != 1 {
+		t.Errorf("relay spool holds %d items while the link is down, want 1", st.SpoolItems)
+	}
+	var addr string
+	if restartRelay {
+		addr = tr.Addr().String()
+		if err := tr.run.stop(); err != nil {
+			t.Fatalf("relay stop: %v", err)
+		}
+	}
 	tm.mu.Lock()
 	tm.seen = nil
 	tm.mu.Unlock()
 	tm.boot(t)
+	if restartRelay {
+		tr.boot(t, addr, tamper)
+	}
 
 	ret := tm.waitEvent(t, "salt/job/"+jid+"/ret/cam-ssh", nil)
 	if ret["return"] != "done" {
@@ -206,11 +230,14 @@ func TestProxyReturnAcrossLinkCut(t *testing.T) {
 	}
 	// Exactly once: a later job's return comes after any copy of the
 	// first on the proxy minion's session.
+	waitFor(t, "cam-ssh up again", func() bool { _, up := tr.proxyStats(); return up == 1 })
 	_, rets, _ := tm.publish(t, "cam-ssh", "test.ping", 20)
 	if rets["cam-ssh"] != true {
 		t.Errorf("test.ping after the cut: %v", rets)
 	}
 	waitFor(t, "the relay's spool to empty", func() bool { return tr.Stats().SpoolItems == 0 })
+	// Read the bus up to that return's event.
+	tm.waitEvent(t, "salt/job/*/ret/cam-ssh", func(d map[string]any) bool { return d["fun"] == "test.ping" })
 	tm.mu.Lock()
 	n := 0
 	for _, ev := range tm.seen {
@@ -224,5 +251,52 @@ func TestProxyReturnAcrossLinkCut(t *testing.T) {
 	}
 	if st := tr.Stats(); st.SpoolDropped != 0 {
 		t.Errorf("relay dropped %d items", st.SpoolDropped)
+	}
+}
+
+// TestProxyReturnAckLost: a proxy minion's return that reached the master
+// but whose ack the relay had not read when the link dropped is sent
+// again on the next link (the relay cannot tell), and the master
+// announces it once: the session resumes under the same MAC key, and
+// the master's replay rule and job cache (one return per jid and id,
+// master/jobcache SaveReturnNew) take the copy as a replay.
+func TestProxyReturnAckLost(t *testing.T) {
+	old := proxySweep
+	proxySweep = time.Hour // the relay reads no ack but on a new link
+	t.Cleanup(func() { proxySweep = old })
+	tm := startMaster(t, true)
+	dev := proxytest.NewRESTDevice("u", "p", nil)
+	t.Cleanup(dev.Close)
+	e := []config.Proxy{{ID: "gw", ProxyType: "http", URL: dev.URL, HealthPath: "/health", Timeout: 10}}
+	tr := startRelay(t, tm, "r1", func(r *config.Relay) { r.Proxies = e }, nil)
+	waitFor(t, "gw up", func() bool { _, up := tr.proxyStats(); return up == 1 })
+
+	_, rets, _ := tm.publish(t, "gw", "test.ping", 10)
+	if rets["gw"] != true {
+		t.Fatalf("test.ping: %v", rets)
+	}
+	first := tm.waitEvent(t, "salt/job/*/ret/gw", nil)
+	if st := tr.Stats(); st.SpoolItems != 1 {
+		t.Fatalf("relay spool holds %d items, want the unacknowledged return", st.SpoolItems)
+	}
+	ups := tr.linkUps.Load()
+	tr.link.Load().conn.CloseWithError(0, "test: link cut")
+	waitFor(t, "the link back", func() bool { return tr.linkUps.Load() > ups && tr.link.Load() != nil })
+	waitFor(t, "gw up again", func() bool { _, up := tr.proxyStats(); return up == 1 })
+	_, rets, _ = tm.publish(t, "gw", "test.echo", 10, "after")
+	if rets["gw"] != "after" {
+		t.Fatalf("test.echo after the cut: %v", rets)
+	}
+	tm.waitEvent(t, "salt/job/*/ret/gw", func(d map[string]any) bool { return d["fun"] == "test.echo" })
+	tm.mu.Lock()
+	n := 0
+	for _, ev := range tm.seen {
+		if ev.Tag == "salt/job/"+fmt.Sprint(first["jid"])+"/ret/gw" {
+			n++
+		}
+	}
+	tm.mu.Unlock()
+	if n != 1 {
+		t.Errorf("the first return was announced %d times, want once", n)
 	}
 }
