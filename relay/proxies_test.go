@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/internal/sshtest"
+	"github.com/halite-fleet/halite/master/api"
 	"github.com/halite-fleet/halite/master/keys"
 	"github.com/halite-fleet/halite/protocol"
 	"github.com/halite-fleet/halite/relay/proxy/proxytest"
@@ -298,5 +301,67 @@ func TestProxyReturnAckLost(t *testing.T) {
 	tm.mu.Unlock()
 	if n != 1 {
 		t.Errorf("the first return was announced %d times, want once", n)
+	}
+}
+
+// TestProxyReturnTooLarge: a device that answers more than a return may
+// carry (here: a compound job of five commands of 1 MiB of output each,
+// each within what one call keeps) gets its job answered with a failure
+// saying so, as an agent does (agent/session.go queueReturn); the
+// relay's link and the proxy minion's
+// session go on.
+func TestProxyReturnTooLarge(t *testing.T) {
+	tm := startMaster(t, true)
+	srv, err := sshtest.Start("127.0.0.1:0", "admin", "sshpw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	host, port, _ := strings.Cut(srv.Addr, ":")
+	var p int
+	fmt.Sscan(port, &p)
+	e := []config.Proxy{{ID: "cam-ssh", ProxyType: "ssh", Host: host, Port: p, Username: "admin", Password: "sshpw",
+		AcceptNewHostKey: true, KnownHosts: t.TempDir() + "/known_hosts", Timeout: 30}}
+	tr := startRelay(t, tm, "r1", func(r *config.Relay) { r.Proxies = e }, nil)
+	waitFor(t, "cam-ssh up", func() bool { _, up := tr.proxyStats(); return up == 1 })
+	ups := tr.linkUps.Load()
+
+	// 1 MiB on stdout and 1 MiB on stderr, twice, and a file of 1 MiB.
+	const big = "head -c 1048576 /dev/zero | tr '\\000' a"
+	file := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(file, bytes.Repeat([]byte("b"), 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout+30*time.Second)
+	defer cancel()
+	funs := []string{"cmd.run", "cmd.run_all", "file.read"}
+	args := [][]any{{big + "; " + big + " >&2"}, {big + "; " + big + " >&2"}, {file}}
+	c, err := api.Dial(ctx, tm.sock, &api.Request{Op: api.OpPublish, Tgt: "cam-ssh", Funs: funs, FunArgs: args, Timeout: 30, User: "tester"})
+	if err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	defer c.Close()
+	var got any
+	for {
+		r, err := c.Next()
+		if err != nil {
+			t.Fatalf("publish: %v", err)
+		}
+		if r.Kind == api.KindReturn {
+			got = r.Data["return"]
+		}
+		if r.Done {
+			break
+		}
+	}
+	if s, _ := got.(string); !strings.HasPrefix(s, "return too large: ") {
+		t.Errorf("compound job of 5 MiB of output: got %.200v, want a return too large", got)
+	}
+	_, rets, _ := tm.publish(t, "cam-ssh", "test.ping", 10)
+	if rets["cam-ssh"] != true {
+		t.Errorf("test.ping after: %v", rets)
+	}
+	if n := tr.linkUps.Load(); n != ups {
+		t.Errorf("the link came up %d more times", n-ups)
 	}
 }
