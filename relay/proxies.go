@@ -323,8 +323,7 @@ func (r *Relay) proxyStatus(p *proxySession, msg protocol.Message) error {
 			// Not while the relay pins one master key: what waits was
 			// tagged for a master that does not share this one's key,
 			// and would end every session it is sent in.
-			p.log.Warn("the master agreed another MAC key than the one the waiting returns are tagged with; they are dropped",
-				zap.Int("returns", len(p.dev.pending)))
+			p.log.Warn("the master agreed another MAC key than the one the waiting returns are tagged with; they are dropped")
 			r.store.abandon(p.dev)
 		}
 		p.mac, p.late, p.state = mac, nil, proxyUp
