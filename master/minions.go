@@ -131,15 +131,15 @@ func (r *registry) forget(id string) {
 	}
 }
 
-// attach makes s the live session of its minion and returns the session it
-// replaces, if any. A relay whose link to the master dropped resumes its
-// devices' sessions on the next link with their Hellos as they were, which
-// agree the same MAC key, and sends again what the master had not
-// acknowledged: the acks of what it handled last may have been lost with
-// the link. When s resumes the last session of its device (same MAC key),
-// s.handled is set to what that session handled, so that it is not
-// published twice.
-func (r *registry) attach(s *session) (old *session) {
+// resume sets s.handled, for a relayed session s (its key agreed, not
+// yet visible to its relay's batches: handleBatch reads s.handled). A
+// relay whose link to the master dropped resumes its devices' sessions on
+// the next link with their Hellos as they were, which agree the same MAC
+// key, and sends again what the master had not acknowledged: the acks of
+// what it handled last may have been lost with the link. When s resumes
+// the last session of its device (same MAC key), s.handled is set to what
+// that session handled, so that it is not published twice.
+func (r *registry) resume(s *session) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if m, ok := r.handled[s.id]; ok {
@@ -148,6 +148,13 @@ func (r *registry) attach(s *session) (old *session) {
 			s.handled = m.seq
 		}
 	}
+}
+
+// attach makes s the live session of its minion and returns the session it
+// replaces, if any.
+func (r *registry) attach(s *session) (old *session) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	old = r.sessions[s.id]
 	r.sessions[s.id] = s
 	if old == nil {

@@ -16,7 +16,9 @@ import (
 
 // TestRegistryResumedSession: a relayed device's session resumed with the
 // same MAC key (the relay replaying its Hello after the link dropped)
-// skips what the ended session handled; any other session does not.
+// skips what the ended session handled; any other session does not. The
+// mark is taken (resume) before the session is attached: serveRelayed does
+// it before its relay's batches can reach the session.
 func TestRegistryResumedSession(t *testing.T) {
 	r, err := newRegistry(t.TempDir(), zaptest.NewLogger(t))
 	if err != nil {
@@ -35,6 +37,7 @@ func TestRegistryResumedSession(t *testing.T) {
 
 	end(sess("d1", link, "k1"), 7)
 	s := sess("d1", link, "k1")
+	r.resume(s)
 	r.attach(s)
 	if s.handled != 7 {
 		t.Fatalf("resumed session: handled %d, want 7", s.handled)
@@ -60,6 +63,7 @@ func TestRegistryResumedSession(t *testing.T) {
 		{"a direct session", sess("d1", nil, "k1")},
 	} {
 		end(sess("d1", link, "k1"), 5)
+		r.resume(tc.s)
 		r.attach(tc.s)
 		if tc.s.handled != 0 {
 			t.Errorf("%s: handled %d, want 0", tc.name, tc.s.handled)
@@ -70,7 +74,7 @@ func TestRegistryResumedSession(t *testing.T) {
 	end(sess("d1", link, "k1"), 5)
 	r.forget("d1")
 	s = sess("d1", link, "k1")
-	if r.attach(s); s.handled != 0 {
+	if r.resume(s); s.handled != 0 {
 		t.Errorf("after forget: handled %d, want 0", s.handled)
 	}
 }

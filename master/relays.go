@@ -244,6 +244,7 @@ func (m *Master) serveRelayed(ctx context.Context, l *relayLink, stream *quic.St
 	// the relay may send a batch item for it on the control stream as
 	// soon as it reads the status, and QUIC does not order the streams.
 	register := func() {
+		m.minions.resume(s)
 		l.mu.Lock()
 		l.devices[hello.ID] = s
 		l.mu.Unlock()

@@ -24,6 +24,11 @@ type device struct {
 	limit *bucket // its returns and events
 	log   *zap.Logger
 
+	// proxy: the record of one of the relay's proxy minions in its spool
+	// (proxies.go), not a connection: the spool holds the only copy of
+	// its returns, and up is never set.
+	proxy bool
+
 	accepted atomic.Bool  // the master accepted its key: jobs may go to it
 	blobs    atomic.Int32 // its BlobGets not yet answered (chunks.go)
 
@@ -508,6 +513,10 @@ func (r *Relay) forwardUp(d *device, seq uint64, wire []byte) {
 // spools. The caller holds neither the store's lock nor a device's.
 func (r *Relay) spoolDropped(lost []*device) {
 	for _, od := range lost {
+		if od.proxy {
+			od.log.Error("the relay's spool dropped some of this proxy minion's returns (spool_max, or a failed write): they are lost")
+			continue
+		}
 		od.log.Warn("the relay dropped some of this device's returns or events (spool_max, or a failed write): it must send them again")
 		if !od.attached() {
 			continue // told when its session resumes (attach)

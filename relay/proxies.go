@@ -13,9 +13,17 @@ package relay
 //     auto-accepts;
 //   - its returns are MAC-tagged with the session key agreed under it, as
 //     a device's are, and go up in the link's batches (or on its stream).
-//     They carry no sequence number: the relay holds no spool for them,
-//     and one made while the link is down is lost, as a job the master
-//     cannot deliver is;
+//     The relay is its agent, so the relay's spool (store.go) is their
+//     durable copy: each gets the next sequence number and waits there
+//     until the master's Ack for it comes on the proxy minion's stream.
+//     Every session of the relay's run opens with the same half of the key
+//     agreement, so the master agrees the same MAC key
+//     (protocol.Identity.SessionKX) and what waited across a link cut
+//     still verifies: it goes up first when the session is back, and the
+//     master's replay rule and job cache (one return per jid and id) keep
+//     it from being announced twice. The Hello is kept in the spool as a
+//     device's is, so that what a stopped relay held goes up when it
+//     starts again (resume.go), before the proxy minion's new session;
 //   - jobs come on the link's control stream: fanOut matches the proxy
 //     minions' grains as it matches its devices', and runs each call in a
 //     goroutine of its own, bounded by the call's timeout.
@@ -27,6 +35,7 @@ package relay
 // wait, and opens again the sessions that ended.
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/binary"
@@ -73,17 +82,24 @@ type proxySession struct {
 
 	running atomic.Int32 // calls running now
 
+	// dev is the proxy minion as the relay's spool knows it: its returns
+	// wait there (dev.pending) until the master acknowledges them.
+	dev *device
+
 	mu     sync.Mutex
 	grains map[string]any
 	state  int
 	l      *link
 	s      *quic.Stream
-	kx     *protocol.KX // while pending
-	hello  []byte       // the agent half of the key agreement, while pending
-	late   []byte       // grains too large for the Hello, while pending
-	mac    []byte
-	rbuf   []byte // bytes of a frame not yet whole (proxyLoop)
-	wmu    sync.Mutex
+	// kx is the relay's run's half of the key agreement: every session
+	// of the run opens with it, so that the MAC key stays the same.
+	kx    *protocol.KX
+	mac   []byte // the MAC key agreed under kx; kept between sessions once known
+	late  []byte // grains too large for the Hello, while pending
+	seq   uint64 // of the last return
+	saved bool   // the Hello under kx is kept in the spool
+	rbuf  []byte // bytes of a frame not yet whole (proxyLoop)
+	wmu   sync.Mutex
 }
 
 // newProxies makes the relay's proxy minions, with their keys.
@@ -113,6 +129,7 @@ func (r *Relay) newProxies() error {
 			return fmt.Errorf("proxy minion %s: key: %w", e.ID, err)
 		}
 		p := &proxySession{m: m, priv: id.Priv, log: r.log.With(zap.String("proxy", e.ID))}
+		p.dev = &device{id: e.ID, proxy: true, log: p.log}
 		r.proxies = append(r.proxies, p)
 		r.proxyByID[e.ID] = p
 	}
@@ -200,10 +217,18 @@ func (r *Relay) openProxy(ctx context.Context, l *link, p *proxySession) error {
 		p.grains = g
 		p.mu.Unlock()
 	}
-	kx, err := protocol.NewKX()
-	if err != nil {
-		return err
+	r.resumeProxyOrphan(ctx, l, p)
+	p.mu.Lock()
+	if p.kx == nil {
+		kx, err := protocol.NewKX()
+		if err != nil {
+			p.mu.Unlock()
+			return err
+		}
+		p.kx = kx
 	}
+	kx := p.kx
+	p.mu.Unlock()
 	id := p.m.ID()
 	signer := &protocol.Identity{Priv: p.priv, Pub: p.priv.Public().(ed25519.PublicKey)}
 	hello := &protocol.Hello{ID: id, Version: r.o.Version, Caps: protocol.CapabilityVersion, Grains: g,
@@ -233,10 +258,35 @@ func (r *Relay) openProxy(ctx context.Context, l *link, p *proxySession) error {
 		s.CancelWrite(0)
 		return fmt.Errorf("hello: %w", err)
 	}
+	p.dev.mu.Lock()
+	p.dev.hello = hello
+	p.dev.mu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.l, p.s, p.kx, p.hello, p.late = l, s, kx, hello.KX, late
+	p.l, p.s, p.late = l, s, late
 	return r.proxyStatus(p, msg)
+}
+
+// resumeProxyOrphan sends up what p's previous run (the relay's) left in
+// the spool unacknowledged, in a session opened with that run's Hello
+// (resumeOrphan), before p's first session of this run; p's returns of
+// this run are numbered after it. A proxy minion does not come back by
+// itself as a device does, so it is not left to resumeOrphans and its
+// grace.
+func (r *Relay) resumeProxyOrphan(ctx context.Context, l *link, p *proxySession) {
+	var o *device
+	for _, d := range r.store.orphanList() {
+		if d.id == p.m.ID() {
+			o = d
+		}
+	}
+	if o == nil {
+		return
+	}
+	p.mu.Lock()
+	p.seq = max(p.seq, r.store.lastSeq(o))
+	p.mu.Unlock()
+	r.resumeOrphan(ctx, l, o)
 }
 
 // proxyStatus handles the master's answer to p's Hello (p.mu held).
@@ -253,11 +303,12 @@ func (r *Relay) proxyStatus(p *proxySession, msg protocol.Message) error {
 	}
 	switch {
 	case st.Status == protocol.KeyAccepted:
-		if err := protocol.VerifyMasterKX(p.l.masterPub, p.m.ID(), p.hello, st.KX, st.KXSig); err != nil {
+		half := p.kx.Public()
+		if err := protocol.VerifyMasterKX(p.l.masterPub, p.m.ID(), half, st.KX, st.KXSig); err != nil {
 			p.closeLocked()
 			return fmt.Errorf("master key agreement: %w", err)
 		}
-		mac, err := p.kx.MACKey(st.KX, p.m.ID(), p.hello, st.KX)
+		mac, err := p.kx.MACKey(st.KX, p.m.ID(), half, st.KX)
 		if err != nil {
 			p.closeLocked()
 			return fmt.Errorf("master key agreement: %w", err)
@@ -268,8 +319,33 @@ func (r *Relay) proxyStatus(p *proxySession, msg protocol.Message) error {
 				return fmt.Errorf("send grains: %w", err)
 			}
 		}
-		p.mac, p.kx, p.hello, p.late, p.state = mac, nil, nil, nil, proxyUp
-		p.log.Info("proxy minion connected")
+		if p.mac != nil && !bytes.Equal(p.mac, mac) {
+			// Not while the relay pins one master key: what waits was
+			// tagged for a master that does not share this one's key,
+			// and would end every session it is sent in.
+			p.log.Warn("the master agreed another MAC key than the one the waiting returns are tagged with; they are dropped")
+			r.store.abandon(p.dev)
+		}
+		p.mac, p.late, p.state = mac, nil, proxyUp
+		if !p.saved {
+			if err := r.store.saveHello(p.dev); err != nil {
+				p.log.Debug("keep the proxy minion's hello for a restart", zap.Error(err))
+			}
+			p.saved = true
+		}
+		// What waited (made while the link was down, or sent on a
+		// link that went before the master acknowledged it) goes first.
+		wires, lost := r.store.pending(p.dev)
+		if lost {
+			r.store.clearLost(p.dev)
+		}
+		for _, w := range wires {
+			if err := r.sendProxyWire(p, w); err != nil {
+				p.closeLocked()
+				return fmt.Errorf("send returns kept: %w", err)
+			}
+		}
+		p.log.Info("proxy minion connected", zap.Int("returns_kept", len(wires)))
 		r.event("halite/relay/"+r.o.Config.ID+"/proxy/"+p.m.ID()+"/connected", map[string]any{"id": p.m.ID(), "proxytype": p.m.Type()})
 		return nil
 	case st.Status == protocol.KeyPending && st.Caps >= protocol.CapKeyNotify:
@@ -302,7 +378,7 @@ func (p *proxySession) closeLocked() {
 		p.s.CancelRead(0)
 		p.s.Close()
 	}
-	p.s, p.l, p.kx, p.hello, p.late, p.mac, p.rbuf, p.state = nil, nil, nil, nil, nil, nil, nil, proxyDown
+	p.s, p.l, p.late, p.rbuf, p.state = nil, nil, nil, nil, proxyDown
 }
 
 // down ends p's session if it is on l (nil: whatever link).
@@ -366,6 +442,8 @@ func (r *Relay) readProxy(p *proxySession) {
 						return
 					}
 				}
+			case *protocol.Ack:
+				r.store.ack(p.dev, msg.Seq)
 			case *protocol.Error:
 				p.log.Info("the master ended the proxy minion's session", zap.Stringer("kind", msg.Kind), zap.String("msg", msg.Msg))
 				p.closeLocked()
@@ -420,6 +498,7 @@ func (r *Relay) fanOutProxies(body *protocol.JobBody, want func(id string, grain
 
 // runProxyJob runs one job on proxy minion p and sends its return.
 func (r *Relay) runProxyJob(p *proxySession, body *protocol.JobBody, grains map[string]any) {
+	defer r.proxyReturns.Add(1)
 	var res proxy.Result
 	if p.running.Add(1) > proxyCalls {
 		res = proxy.Result{Return: fmt.Sprintf("ERROR: proxy minion %s is busy with %d calls; try again later", p.m.ID(), proxyCalls), Retcode: proxy.RetcodeGeneric}
@@ -437,27 +516,68 @@ func (r *Relay) runProxyJob(p *proxySession, body *protocol.JobBody, grains map[
 	}
 	rb := &protocol.ReturnBody{ID: p.m.ID(), JID: body.JID, Fun: body.Fun, FunArgs: args, Return: res.Return,
 		Retcode: res.Retcode, Success: res.Success, Stamp: event.Stamp(time.Now())}
-	p.mu.Lock()
-	mac, l, s := p.mac, p.l, p.s
-	p.mu.Unlock()
-	if mac == nil {
-		p.log.Info("proxy minion's session ended before its return was sent; return dropped", zap.String("jid", body.JID))
-		return
+	if lost, err := r.keepProxyReturn(p, rb); err != nil {
+		p.log.Warn("proxy minion's return not sent", zap.String("jid", body.JID), zap.Error(err))
+	} else {
+		r.spoolDropped(lost)
 	}
-	ret, err := protocol.MACReturn(mac, rb)
-	if err == nil {
-		var b []byte
-		if b, err = protocol.Encode(ret); err == nil {
-			if l.batch != nil {
-				l.batch.add(p.m.ID(), s.StreamID(), b)
-			} else {
-				err = p.writeFrame(b)
-			}
-		}
+}
+
+// keepProxyReturn tags rb with p's MAC key and the next seq, keeps it in
+// the spool, and sends it now if p's session is up (else it goes when the
+// session is back: proxyStatus). Under p.mu, so that returns go up in the
+// order of their seqs, after those that waited. It returns the devices
+// (p's record among them, perhaps) that lost items to make room.
+func (r *Relay) keepProxyReturn(p *proxySession, rb *protocol.ReturnBody) ([]*device, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mac == nil {
+		// Impossible: a job runs only once a session was accepted.
+		return nil, errors.New("no session key")
+	}
+	b, err := encodeProxyReturn(p.mac, p.seq+1, rb)
+	if err == nil && len(b) > maxItemFrame {
+		// As an agent does: the job is answered all the same, with a
+		// failure saying why (it could not go up in a batch).
+		rb.Return = fmt.Sprintf("return too large: %d bytes encoded, the limit is %d", len(b), maxItemFrame)
+		rb.Retcode, rb.Success = proxy.RetcodeGeneric, false
+		b, err = encodeProxyReturn(p.mac, p.seq+1, rb)
 	}
 	if err != nil {
-		p.log.Warn("proxy minion's return not sent", zap.String("jid", body.JID), zap.Error(err))
+		return nil, err
 	}
+	p.seq++
+	wire := protocol.AppendFrame(make([]byte, 0, 4+len(b)), b)
+	lost := r.store.put(p.dev, p.seq, wire)
+	if p.state == proxyUp {
+		if err := r.sendProxyWire(p, wire); err != nil {
+			// Kept: it goes when the session is back.
+			p.log.Debug("proxy minion's return kept for the next session", zap.Error(err))
+			p.closeLocked()
+		}
+	}
+	return lost, nil
+}
+
+// encodeProxyReturn tags rb with mac and encodes it as Return seq.
+func encodeProxyReturn(mac []byte, seq uint64, rb *protocol.ReturnBody) ([]byte, error) {
+	ret, err := protocol.MACReturn(mac, rb)
+	if err != nil {
+		return nil, err
+	}
+	ret.Seq = seq
+	return protocol.Encode(ret)
+}
+
+// sendProxyWire sends a kept return of p (a whole frame) on its session:
+// in the link's next batch, or on its stream when the master takes none
+// (p.mu held, session up).
+func (r *Relay) sendProxyWire(p *proxySession, wire []byte) error {
+	if p.l.batch != nil {
+		p.l.batch.add(p.m.ID(), p.s.StreamID(), wire[4:])
+		return nil
+	}
+	return p.writeFrame(wire[4:])
 }
 
 // callProxy runs the job's function(s) on p: a compound job (Funs) runs

@@ -1,7 +1,11 @@
 package relay
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +14,9 @@ import (
 
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/internal/sshtest"
+	"github.com/halite-fleet/halite/master/api"
 	"github.com/halite-fleet/halite/master/keys"
+	"github.com/halite-fleet/halite/protocol"
 	"github.com/halite-fleet/halite/relay/proxy/proxytest"
 )
 
@@ -146,5 +152,220 @@ func TestProxyBoundToRelay(t *testing.T) {
 	_, rets, _ := tm.publish(t, "gw", "test.ping", 10)
 	if rets["gw"] != true {
 		t.Errorf("gw test.ping: %v", rets)
+	}
+}
+
+// TestProxyReturnAcrossLinkCut: a proxy minion's return made while the
+// relay's link to the master is down (here: the master restarts, as in
+// TestRelayMasterRestart for a device) waits in the relay's spool and
+// reaches the master once the link is back, and is announced once; also
+// when the relay itself restarts meanwhile (its spool and the proxy
+// minion's Hello kept on disk: resumeProxyOrphan).
+func TestProxyReturnAcrossLinkCut(t *testing.T) {
+	for _, restartRelay := range []bool{false, true} {
+		t.Run(fmt.Sprintf("relay_restart=%v", restartRelay), func(t *testing.T) {
+			testProxyReturnAcrossLinkCut(t, restartRelay)
+		})
+	}
+}
+
+func testProxyReturnAcrossLinkCut(t *testing.T, restartRelay bool) {
+	tm := startMaster(t, true)
+	srv, err := sshtest.Start("127.0.0.1:0", "admin", "sshpw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	host, port, _ := strings.Cut(srv.Addr, ":")
+	var p int
+	fmt.Sscan(port, &p)
+	e := []config.Proxy{{ID: "cam-ssh", ProxyType: "ssh", Host: host, Port: p, Username: "admin", Password: "sshpw",
+		AcceptNewHostKey: true, KnownHosts: t.TempDir() + "/known_hosts", Timeout: 60}}
+	forwarded := make(chan struct{}, 16)
+	tamper := func(typ protocol.Type, wire []byte) []byte {
+		if typ == protocol.TypeJob {
+			forwarded <- struct{}{}
+		}
+		return wire // observed, not altered
+	}
+	tr := startRelay(t, tm, "r1", func(r *config.Relay) { r.Proxies = e }, tamper)
+	waitFor(t, "cam-ssh up", func() bool { _, up := tr.proxyStats(); return up == 1 })
+
+	// The command waits for a file the test makes once the master is
+	// down: its return is made while the link is cut.
+	gate := filepath.Join(t.TempDir(), "gate")
+	jid := asyncJob(t, tm, "cam-ssh", "cmd.run", "while [ ! -e "+gate+" ]; do sleep 0.05; done; echo done")
+	select {
+	case <-forwarded:
+	case <-time.After(waitTimeout):
+		t.Fatal("the relay never got the job")
+	}
+	waitFor(t, "the job to run on cam-ssh", func() bool { return tr.proxies[0].running.Load() == 1 })
+	if err := tm.run.stop(); err != nil {
+		t.Fatalf("master stop: %v", err)
+	}
+	waitFor(t, "the relay to see its link go", func() bool { return tr.link.Load() == nil })
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "cam-ssh's return to be made", func() bool { return tr.proxyReturns.Load() == 1 })
+	if st := tr.Stats(); st.SpoolItems != 1 {
+		t.Errorf("relay spool holds %d items while the link is down, want 1", st.SpoolItems)
+	}
+	var addr string
+	if restartRelay {
+		addr = tr.Addr().String()
+		if err := tr.run.stop(); err != nil {
+			t.Fatalf("relay stop: %v", err)
+		}
+	}
+	tm.mu.Lock()
+	tm.seen = nil
+	tm.mu.Unlock()
+	tm.boot(t)
+	if restartRelay {
+		tr.boot(t, addr, tamper)
+	}
+
+	ret := tm.waitEvent(t, "salt/job/"+jid+"/ret/cam-ssh", nil)
+	if ret["return"] != "done" {
+		t.Errorf("cam-ssh's return after the link came back: %v", ret)
+	}
+	// Exactly once: a later job's return comes after any copy of the
+	// first on the proxy minion's session.
+	waitFor(t, "cam-ssh up again", func() bool { _, up := tr.proxyStats(); return up == 1 })
+	_, rets, _ := tm.publish(t, "cam-ssh", "test.ping", 20)
+	if rets["cam-ssh"] != true {
+		t.Errorf("test.ping after the cut: %v", rets)
+	}
+	waitFor(t, "the relay's spool to empty", func() bool { return tr.Stats().SpoolItems == 0 })
+	// Read the bus up to that return's event.
+	tm.waitEvent(t, "salt/job/*/ret/cam-ssh", func(d map[string]any) bool { return d["fun"] == "test.ping" })
+	tm.mu.Lock()
+	n := 0
+	for _, ev := range tm.seen {
+		if ev.Tag == "salt/job/"+jid+"/ret/cam-ssh" {
+			n++
+		}
+	}
+	tm.mu.Unlock()
+	if n != 1 {
+		t.Errorf("the return was announced %d times, want once", n)
+	}
+	if st := tr.Stats(); st.SpoolDropped != 0 {
+		t.Errorf("relay dropped %d items", st.SpoolDropped)
+	}
+}
+
+// TestProxyReturnAckLost: a proxy minion's return that reached the master
+// but whose ack the relay had not read when the link dropped is sent
+// again on the next link (the relay cannot tell), and the master
+// announces it once: the session resumes under the same MAC key, and
+// the master's replay rule and job cache (one return per jid and id,
+// master/jobcache SaveReturnNew) take the copy as a replay.
+func TestProxyReturnAckLost(t *testing.T) {
+	old := proxySweep
+	proxySweep = time.Hour // the relay reads no ack but on a new link
+	t.Cleanup(func() { proxySweep = old })
+	tm := startMaster(t, true)
+	dev := proxytest.NewRESTDevice("u", "p", nil)
+	t.Cleanup(dev.Close)
+	e := []config.Proxy{{ID: "gw", ProxyType: "http", URL: dev.URL, HealthPath: "/health", Timeout: 10}}
+	tr := startRelay(t, tm, "r1", func(r *config.Relay) { r.Proxies = e }, nil)
+	waitFor(t, "gw up", func() bool { _, up := tr.proxyStats(); return up == 1 })
+
+	_, rets, _ := tm.publish(t, "gw", "test.ping", 10)
+	if rets["gw"] != true {
+		t.Fatalf("test.ping: %v", rets)
+	}
+	first := tm.waitEvent(t, "salt/job/*/ret/gw", nil)
+	if st := tr.Stats(); st.SpoolItems != 1 {
+		t.Fatalf("relay spool holds %d items, want the unacknowledged return", st.SpoolItems)
+	}
+	// What the bus carries from here on.
+	tm.mu.Lock()
+	tm.seen = nil
+	tm.mu.Unlock()
+	ups := tr.linkUps.Load()
+	tr.link.Load().conn.CloseWithError(0, "test: link cut")
+	waitFor(t, "the link back", func() bool { return tr.linkUps.Load() > ups && tr.link.Load() != nil })
+	tm.waitEvent(t, "salt/minion/gw/start", nil) // its session on the new link
+	_, rets, _ = tm.publish(t, "gw", "test.echo", 10, "after")
+	if rets["gw"] != "after" {
+		t.Fatalf("test.echo after the cut: %v", rets)
+	}
+	tm.waitEvent(t, "salt/job/*/ret/gw", func(d map[string]any) bool { return d["fun"] == "test.echo" })
+	tm.mu.Lock()
+	n := 0
+	for _, ev := range tm.seen {
+		if ev.Tag == "salt/job/"+fmt.Sprint(first["jid"])+"/ret/gw" {
+			n++
+		}
+	}
+	tm.mu.Unlock()
+	if n != 0 {
+		t.Errorf("the first return was announced again %d times after the link came back, want none", n)
+	}
+}
+
+// TestProxyReturnTooLarge: a device that answers more than a return may
+// carry (here: a compound job of five commands of 1 MiB of output each,
+// each within what one call keeps) gets its job answered with a failure
+// saying so, as an agent does (agent/session.go queueReturn); the
+// relay's link and the proxy minion's
+// session go on.
+func TestProxyReturnTooLarge(t *testing.T) {
+	tm := startMaster(t, true)
+	srv, err := sshtest.Start("127.0.0.1:0", "admin", "sshpw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	host, port, _ := strings.Cut(srv.Addr, ":")
+	var p int
+	fmt.Sscan(port, &p)
+	e := []config.Proxy{{ID: "cam-ssh", ProxyType: "ssh", Host: host, Port: p, Username: "admin", Password: "sshpw",
+		AcceptNewHostKey: true, KnownHosts: t.TempDir() + "/known_hosts", Timeout: 30}}
+	tr := startRelay(t, tm, "r1", func(r *config.Relay) { r.Proxies = e }, nil)
+	waitFor(t, "cam-ssh up", func() bool { _, up := tr.proxyStats(); return up == 1 })
+	ups := tr.linkUps.Load()
+
+	// 1 MiB on stdout and 1 MiB on stderr, twice, and a file of 1 MiB.
+	const big = "head -c 1048576 /dev/zero | tr '\\000' a"
+	file := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(file, bytes.Repeat([]byte("b"), 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout+30*time.Second)
+	defer cancel()
+	funs := []string{"cmd.run", "cmd.run_all", "file.read"}
+	args := [][]any{{big + "; " + big + " >&2"}, {big + "; " + big + " >&2"}, {file}}
+	c, err := api.Dial(ctx, tm.sock, &api.Request{Op: api.OpPublish, Tgt: "cam-ssh", Funs: funs, FunArgs: args, Timeout: 30, User: "tester"})
+	if err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	defer c.Close()
+	var got any
+	for {
+		r, err := c.Next()
+		if err != nil {
+			t.Fatalf("publish: %v", err)
+		}
+		if r.Kind == api.KindReturn {
+			got = r.Data["return"]
+		}
+		if r.Done {
+			break
+		}
+	}
+	if s, _ := got.(string); !strings.HasPrefix(s, "return too large: ") {
+		t.Errorf("compound job of 5 MiB of output: got %.200v, want a return too large", got)
+	}
+	_, rets, _ := tm.publish(t, "cam-ssh", "test.ping", 10)
+	if rets["cam-ssh"] != true {
+		t.Errorf("test.ping after: %v", rets)
+	}
+	if n := tr.linkUps.Load(); n != ups {
+		t.Errorf("the link came up %d more times", n-ups)
 	}
 }

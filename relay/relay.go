@@ -70,6 +70,7 @@ type Relay struct {
 	linkChanged  chan struct{}
 	stopping     chan struct{}
 	proxyRefused atomic.Uint64 // proxy minions' Hellos the master refused, ever
+	proxyReturns atomic.Uint64 // proxy minions' returns made (sent, kept or dropped), ever
 	admit        *bucket       // device sessions opened upstream, per second
 	// handshakes bounds the devices' QUIC handshakes a second: past it a
 	// device is refused at once (CONNECTION_REFUSED, before any crypto)

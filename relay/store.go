@@ -589,6 +589,14 @@ func (s *store) pending(d *device) (wires [][]byte, lost bool) {
 	return wires, d.lost
 }
 
+// clearLost forgets that d lost items: a proxy minion's record, whose
+// loss was logged when it happened (the spool held the only copy).
+func (s *store) clearLost(d *device) {
+	s.mu.Lock()
+	d.lost = false
+	s.mu.Unlock()
+}
+
 // readWire returns the wire frame in rec, which must be the record of
 // id's item seq.
 func readWire(rec []byte, id string, seq uint64) ([]byte, error) {

@@ -26,6 +26,20 @@ type Server struct {
 
 // Start listens on addr (127.0.0.1:0) and serves user with password.
 func Start(addr, user, password string) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s, err := Serve(ln, user, password)
+	if err != nil {
+		ln.Close()
+	}
+	return s, err
+}
+
+// Serve serves user with password on ln (one made elsewhere: in another
+// network namespace, say); Close closes it.
+func Serve(ln net.Listener, user, password string) (*Server, error) {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, err
@@ -41,10 +55,6 @@ func Start(addr, user, password string) (*Server, error) {
 		return nil, errors.New("wrong user or password")
 	}}
 	cfg.AddHostKey(signer)
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
 	s := &Server{Addr: ln.Addr().String(), HostKey: signer.PublicKey(), ln: ln, conn: map[net.Conn]bool{}}
 	s.wg.Add(1)
 	go func() {

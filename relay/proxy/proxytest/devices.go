@@ -11,6 +11,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -34,13 +35,28 @@ type Camera struct {
 }
 
 // NewCamera starts a camera on loopback.
-func NewCamera(user, password string) *Camera {
+func NewCamera(user, password string) *Camera { return NewCameraOn(nil, user, password) }
+
+// NewCameraOn starts a camera on ln (nil: loopback); Close closes it.
+func NewCameraOn(ln net.Listener, user, password string) *Camera {
 	c := &Camera{User: user, Password: password}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/onvif/device_service", c.device)
 	mux.HandleFunc("/onvif/media_service", c.media)
-	c.srv = httptest.NewServer(mux)
+	c.srv = serveOn(ln, mux)
 	return c
+}
+
+// serveOn starts an httptest server of h on ln (nil: loopback).
+func serveOn(ln net.Listener, h http.Handler) *httptest.Server {
+	if ln == nil {
+		return httptest.NewServer(h)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	return srv
 }
 
 // URL is its device service.
@@ -169,6 +185,11 @@ func (c *Camera) media(w http.ResponseWriter, r *http.Request) {
 // NewRESTDevice is a REST device: /health answers 200, /api/status a
 // JSON body; basic auth user:password is required for /api.
 func NewRESTDevice(user, password string, hang <-chan struct{}) *httptest.Server {
+	return NewRESTDeviceOn(nil, user, password, hang)
+}
+
+// NewRESTDeviceOn is NewRESTDevice on ln (nil: loopback).
+func NewRESTDeviceOn(ln net.Listener, user, password string, hang <-chan struct{}) *httptest.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
 		if hang != nil {
@@ -187,7 +208,7 @@ func NewRESTDevice(user, password string, hang <-chan struct{}) *httptest.Server
 		b, _ := io.ReadAll(r.Body)
 		fmt.Fprintf(w, `{"method":%q,"path":%q,"body":%q}`, r.Method, r.URL.Path, b)
 	})
-	return httptest.NewServer(mux)
+	return serveOn(ln, mux)
 }
 
 // Reboots is how many SystemReboot the camera got.
