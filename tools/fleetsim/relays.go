@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,6 +54,14 @@ type relayReport struct {
 	// QUIC's own acks), from /proc/net/snmp.
 	UDPPerDevice float64 `json:"udp_datagrams_per_device_round"`
 	SimCPUMS     float64 `json:"sim_cpu_ms_per_round"`
+	// The simulator's own process (the simulated devices): its VmRSS
+	// once all are connected and its growth from before the devices
+	// started, per device; its goroutines then; its CPU per device and
+	// round (µs).
+	SimRSSMiB        float64 `json:"sim_rss_mib"`
+	SimKiBPerDevice  float64 `json:"sim_kib_per_device"`
+	SimGoroutines    int     `json:"sim_goroutines"`
+	SimCPUUSPerRound float64 `json:"sim_cpu_us_per_device_round"`
 	MasterCPUMS  float64 `json:"master_cpu_ms_per_round"`
 	RelayCPUMS   float64 `json:"relays_cpu_ms_per_round"`
 	Storm        string  `json:"storm,omitempty"`
@@ -97,6 +106,7 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		}
 	}()
 	rss0, mrss0 := rssKiB(child.Process.Pid), rssKiB(m.cmd.Process.Pid)
+	srss0 := rssKiB(os.Getpid())
 	simCPU0, relayCPU0, masterCPU0 := cpuTime(os.Getpid()), cpuTime(child.Process.Pid), cpuTime(m.cmd.Process.Pid)
 	start := time.Now()
 	f, err := fleet.Start("", fleet.Options{N: n, MasterFP: m.Finger, Addrs: addrs, Ramp: ramp, Seed: opts.Seed})
@@ -115,6 +125,7 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	connSimCPU, connRelayCPU := cpuTime(os.Getpid())-simCPU0, cpuTime(child.Process.Pid)-relayCPU0
 	connMasterCPU := cpuTime(m.cmd.Process.Pid) - masterCPU0
 	rss1, mrss1 := rssKiB(child.Process.Pid), rssKiB(m.cmd.Process.Pid)
+	srss1, sgor := rssKiB(os.Getpid()), runtime.NumGoroutine()
 	// A round in which some device did not return (its session was being
 	// re-established when the job went out) is counted, not timed.
 	var times []time.Duration
@@ -150,7 +161,8 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	}
 	simCPU, relayCPU := cpuTime(os.Getpid())-simCPU0, cpuTime(child.Process.Pid)-relayCPU0
 	masterCPU := cpuTime(m.cmd.Process.Pid) - masterCPU0
-	rep := relayReport{SimCPUMS: ms(simCPU) / all, RelayCPUMS: ms(relayCPU) / all,
+	rep := relayReport{SimCPUMS: ms(simCPU) / all, SimCPUUSPerRound: ms(simCPU) * 1000 / all / float64(n),
+		SimRSSMiB: float64(srss1) / 1024, SimKiBPerDevice: float64(srss1-srss0) / float64(n), SimGoroutines: sgor, RelayCPUMS: ms(relayCPU) / all,
 		MasterRSSMiB: float64(mrss1) / 1024, MasterKiBPerDevice: float64(mrss1-mrss0) / float64(n),
 		MasterKiBPerRelay: float64(mrss1-mrss0) / float64(r),
 		MasterCPUMS:       ms(masterCPU) / all, ConnMasterCPUMS: ms(connMasterCPU) / float64(n),
