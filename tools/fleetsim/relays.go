@@ -62,11 +62,11 @@ type relayReport struct {
 	SimKiBPerDevice  float64 `json:"sim_kib_per_device"`
 	SimGoroutines    int     `json:"sim_goroutines"`
 	SimCPUUSPerRound float64 `json:"sim_cpu_us_per_device_round"`
-	MasterCPUMS  float64 `json:"master_cpu_ms_per_round"`
-	RelayCPUMS   float64 `json:"relays_cpu_ms_per_round"`
-	Storm        string  `json:"storm,omitempty"`
-	StormS       float64 `json:"storm_all_back_s,omitempty"`
-	StormPingMS  float64 `json:"storm_first_ping_ms,omitempty"`
+	MasterCPUMS      float64 `json:"master_cpu_ms_per_round"`
+	RelayCPUMS       float64 `json:"relays_cpu_ms_per_round"`
+	Storm            string  `json:"storm,omitempty"`
+	StormS           float64 `json:"storm_all_back_s,omitempty"`
+	StormPingMS      float64 `json:"storm_first_ping_ms,omitempty"`
 }
 
 // measureRelays runs a master in a child process, r relays in another (so that
