@@ -86,7 +86,7 @@ type Fleet struct {
 type simAgent struct {
 	up     atomic.Int64 // when its current session was accepted (unix ns); 0: none
 	id     string
-	ident  *protocol.Identity
+	ident  *protocol.Identity // made at its first dial (keepConnected)
 	master atomic.Pointer[ed25519.PublicKey]
 	tr     *quic.Transport
 	fr     atomic.Pointer[protocol.Framer] // the current session's, for Fetch
@@ -119,14 +119,10 @@ func Start(addr string, opts Options) (*Fleet, error) {
 			}
 			f.transports = append(f.transports, &quic.Transport{Conn: pc})
 		}
-		name := agentID(opts, i)
-		id, err := identity(opts, name)
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-		a := &simAgent{id: name, ident: id, tr: f.transports[len(f.transports)-1]}
-		f.agents = append(f.agents, a)
+		// The key (and its certificate, an ed25519 signature) is made
+		// when the agent first dials: with a ramp, spread over it rather
+		// than all before the first dial.
+		f.agents = append(f.agents, &simAgent{id: agentID(opts, i), tr: f.transports[len(f.transports)-1]})
 	}
 	addrs := opts.Addrs
 	if len(addrs) == 0 {
@@ -141,25 +137,40 @@ func Start(addr string, opts Options) (*Fleet, error) {
 		}
 		udps[i] = udp
 	}
-	for i, a := range f.agents {
-		udp := udps[i%len(udps)]
-		var delay time.Duration
-		if opts.Ramp > 0 {
-			delay = time.Duration(i) * time.Second / time.Duration(opts.Ramp)
-		}
+	run := func(i int) {
 		f.wg.Add(1)
 		go func() {
 			defer f.wg.Done()
-			if delay > 0 {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(delay):
-				}
-			}
-			f.keepConnected(ctx, a, udp)
+			f.keepConnected(ctx, f.agents[i], udps[i%len(udps)])
 		}()
 	}
+	if opts.Ramp <= 0 {
+		for i := range f.agents {
+			run(i)
+		}
+		return f, nil
+	}
+	// A ramp: one goroutine starts the agents as their time comes (agent
+	// i at i/Ramp s), rather than one sleeping goroutine and timer per
+	// agent from the start.
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		start, next := time.Now(), 0
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for next < len(f.agents) {
+			due := min(int(time.Since(start)*time.Duration(opts.Ramp)/time.Second)+1, len(f.agents))
+			for ; next < due; next++ {
+				run(next)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
 	return f, nil
 }
 
@@ -170,8 +181,12 @@ func identity(opts Options, id string) (*protocol.Identity, error) {
 	if opts.Seed == "" {
 		return protocol.GenerateIdentity()
 	}
-	seed := sha256.Sum256([]byte(opts.Seed + "\x00" + id))
-	return protocol.NewIdentity(ed25519.NewKeyFromSeed(seed[:]))
+	return protocol.NewIdentity(seededKey(opts.Seed, id))
+}
+
+func seededKey(seed, id string) ed25519.PrivateKey {
+	s := sha256.Sum256([]byte(seed + "\x00" + id))
+	return ed25519.NewKeyFromSeed(s[:])
 }
 
 // PreAccept records, as accepted, the keys of the agents Start(opts) would
@@ -191,11 +206,9 @@ func PreAccept(pkiDir string, opts Options) error {
 	}
 	for i := 0; i < opts.N; i++ {
 		name := agentID(opts, i)
-		id, err := identity(opts, name)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), protocol.EncodePublicKey(id.Pub), 0o644); err != nil {
+		// The key alone, as identity derives it: no certificate to sign.
+		pub := seededKey(opts.Seed, name).Public().(ed25519.PublicKey)
+		if err := os.WriteFile(filepath.Join(dir, name), protocol.EncodePublicKey(pub), 0o644); err != nil {
 			return err
 		}
 	}
@@ -254,6 +267,14 @@ func (f *Fleet) Close() {
 }
 
 func (f *Fleet) keepConnected(ctx context.Context, a *simAgent, addr *net.UDPAddr) {
+	if a.ident == nil {
+		id, err := identity(f.opts, a.id)
+		if err != nil {
+			f.noteErr(err)
+			return
+		}
+		a.ident = id
+	}
 	backoff := 100 * time.Millisecond
 	refused := 0
 	for ctx.Err() == nil {
@@ -282,11 +303,8 @@ func (f *Fleet) keepConnected(ctx context.Context, a *simAgent, addr *net.UDPAdd
 			continue
 		}
 		refused = 0
-		d := time.Duration(rand.Int64N(int64(backoff))) + 10*time.Millisecond
-		select {
-		case <-ctx.Done():
+		if !sleepCtx(ctx, time.Duration(rand.Int64N(int64(backoff)))+10*time.Millisecond) {
 			return
-		case <-time.After(d):
 		}
 		if backoff *= 2; backoff > f.opts.MaxBackoff {
 			backoff = f.opts.MaxBackoff

@@ -47,6 +47,11 @@ import (
 	"github.com/halite-fleet/halite/tools/fleet"
 )
 
+var (
+	connectTimeout = flag.Duration("connect-timeout", 10*time.Minute, "with -relays: give up when not every device is connected after this long")
+	stall          = flag.Duration("stall", 0, "with -relays: give up when no more devices have connected for this long (0: never)")
+)
+
 func main() {
 	ns := flag.String("n", "100,1000,5000", "comma-separated fleet sizes")
 	rounds := flag.Int("rounds", 10, "measured rounds per fleet size")

@@ -67,6 +67,9 @@ type relayReport struct {
 	Storm            string  `json:"storm,omitempty"`
 	StormS           float64 `json:"storm_all_back_s,omitempty"`
 	StormPingMS      float64 `json:"storm_first_ping_ms,omitempty"`
+	// Connected: the three processes when every device was connected
+	// (cores: over the last 10 s and since the devices started).
+	Connected saturation `json:"connected"`
 }
 
 // measureRelays runs a master in a child process, r relays in another (so that
@@ -105,6 +108,10 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 			stopChild(child)
 		}
 	}()
+	watcher = newProcWatch()
+	watcher.add("relays", child.Process.Pid)
+	watcher.add("master", m.cmd.Process.Pid)
+	defer func() { watcher = nil }()
 	rss0, mrss0 := rssKiB(child.Process.Pid), rssKiB(m.cmd.Process.Pid)
 	srss0 := rssKiB(os.Getpid())
 	simCPU0, relayCPU0, masterCPU0 := cpuTime(os.Getpid()), cpuTime(child.Process.Pid), cpuTime(m.cmd.Process.Pid)
@@ -115,17 +122,18 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	}
 	defer f.Close()
 	ctx := context.Background()
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Minute)
+	wctx, wcancel := context.WithTimeout(ctx, *connectTimeout)
 	err = waitConnected(wctx, f, n, start)
 	wcancel()
 	if err != nil {
-		return err
+		return failedRun("connect", n, r, f.Connected(), err, f, asJSON)
 	}
 	connect := time.Since(start)
 	connSimCPU, connRelayCPU := cpuTime(os.Getpid())-simCPU0, cpuTime(child.Process.Pid)-relayCPU0
 	connMasterCPU := cpuTime(m.cmd.Process.Pid) - masterCPU0
 	rss1, mrss1 := rssKiB(child.Process.Pid), rssKiB(m.cmd.Process.Pid)
 	srss1, sgor := rssKiB(os.Getpid()), runtime.NumGoroutine()
+	atConnect := watcher.sample()
 	// A round in which some device did not return (its session was being
 	// re-established when the job went out) is counted, not timed.
 	var times []time.Duration
@@ -161,7 +169,7 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	}
 	simCPU, relayCPU := cpuTime(os.Getpid())-simCPU0, cpuTime(child.Process.Pid)-relayCPU0
 	masterCPU := cpuTime(m.cmd.Process.Pid) - masterCPU0
-	rep := relayReport{SimCPUMS: ms(simCPU) / all, SimCPUUSPerRound: ms(simCPU) * 1000 / all / float64(n),
+	rep := relayReport{Connected: atConnect, SimCPUMS: ms(simCPU) / all, SimCPUUSPerRound: ms(simCPU) * 1000 / all / float64(n),
 		SimRSSMiB: float64(srss1) / 1024, SimKiBPerDevice: float64(srss1-srss0) / float64(n), SimGoroutines: sgor, RelayCPUMS: ms(relayCPU) / all,
 		MasterRSSMiB: float64(mrss1) / 1024, MasterKiBPerDevice: float64(mrss1-mrss0) / float64(n),
 		MasterKiBPerRelay: float64(mrss1-mrss0) / float64(r),
@@ -185,12 +193,13 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		if err != nil {
 			return fmt.Errorf("restart relays: %w", err)
 		}
+		watcher.add("relays", child.Process.Pid)
 		fmt.Fprintf(os.Stderr, "fleetsim: storm: relays listening and linked after %s\n", round(time.Since(restart)))
 		sctx, scancel := context.WithTimeout(ctx, 5*time.Minute)
 		err = waitBack(sctx, f, n, restart)
 		scancel()
 		if err != nil {
-			return err
+			return failedRun("storm", n, r, f.ReconnectedSince(restart), err, f, asJSON)
 		}
 		back := time.Since(restart)
 		d, err := ping(ctx, m.Socket, "sim-*", n)
@@ -226,7 +235,7 @@ func waitBack(ctx context.Context, f *fleet.Fleet, n int, t time.Time) error {
 		}
 		if time.Since(last) >= 2*time.Second {
 			last = time.Now()
-			fmt.Fprintf(os.Stderr, "fleetsim: storm: %d of %d devices back after %s%s\n", f.ReconnectedSince(t), n, round(time.Since(t)), topErrors(f))
+			fmt.Fprintf(os.Stderr, "fleetsim: storm: %d of %d devices back after %s%s%s\n", f.ReconnectedSince(t), n, round(time.Since(t)), topErrors(f), watchLine())
 		}
 	}
 	return nil
@@ -375,20 +384,62 @@ func relayChild(master, root, listen string, r, per, admit int) error {
 	return rs.Stop()
 }
 
-// waitConnected is fleet.WaitConnected that reports progress every 10 s.
+// waitConnected is fleet.WaitConnected that reports progress every 10 s
+// and gives up once no more devices have connected for -stall.
 func waitConnected(ctx context.Context, f *fleet.Fleet, n int, start time.Time) error {
 	tick := time.NewTicker(10 * time.Second)
 	defer tick.Stop()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	done := make(chan error, 1)
 	go func() { done <- f.WaitConnected(ctx, n) }()
+	most, mostAt := 0, time.Now()
 	for {
 		select {
 		case err := <-done:
+			if c := context.Cause(ctx); c != nil && err != nil {
+				return fmt.Errorf("%w (%w)", err, c)
+			}
 			return err
 		case <-tick.C:
-			fmt.Fprintf(os.Stderr, "fleetsim: %d of %d devices connected after %s%s\n", f.Connected(), n, round(time.Since(start)), topErrors(f))
+			c := f.Connected()
+			if c > most {
+				most, mostAt = c, time.Now()
+			}
+			fmt.Fprintf(os.Stderr, "fleetsim: %d of %d devices connected after %s (most %d)%s%s\n", c, n, round(time.Since(start)), most, topErrors(f), watchLine())
+			if *stall > 0 && time.Since(mostAt) >= *stall {
+				cancel(fmt.Errorf("stalled: no more than %d connected for %s", most, round(time.Since(mostAt))))
+			}
 		}
 	}
+}
+
+// watchLine is the watcher's sample for a progress line ("" without one).
+func watchLine() string {
+	if watcher == nil {
+		return ""
+	}
+	return watcher.sample().String()
+}
+
+// failedRun reports a measurement that could not finish: how far it got
+// (reached devices of n, at which stage) and what saturated, as a JSON
+// line with asJSON (so that make bench can show it) and on stderr; it
+// returns the error.
+func failedRun(stage string, n, r, reached int, err error, f *fleet.Fleet, asJSON bool) error {
+	var sat saturation
+	why := ""
+	if watcher != nil {
+		sat = watcher.sample()
+		why = sat.verdict()
+	}
+	fmt.Fprintf(os.Stderr, "fleetsim: %s: %d of %d devices after %.0f s: %v\n  saturated: %s%s\n", stage, reached, n, sat.ElapsedS, err, why, sat)
+	if asJSON {
+		b, _ := json.Marshal(map[string]any{"devices": n, "relays": r, "failed": stage, "reached": reached,
+			"error": err.Error(), "saturated": why, "sample": sat, "errors": f.Errors()})
+		fmt.Println(string(b))
+	}
+	return fmt.Errorf("%s: %d of %d devices: %w", stage, reached, n, err)
 }
 
 // topErrors tells the commonest reasons sessions failed since it was
