@@ -37,6 +37,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -50,6 +51,9 @@ import (
 var (
 	connectTimeout = flag.Duration("connect-timeout", 10*time.Minute, "with -relays: give up when not every device is connected after this long")
 	stall          = flag.Duration("stall", 0, "with -relays: give up when no more devices have connected for this long (0: never)")
+	maxRSS         = flag.Int("max-rss", 0, "with -relays: give up when the simulator's, relays' and master's RSS add up to more than this many MiB (0: no limit)")
+	deadline       = flag.Duration("deadline", 0, "with -relays: the whole measurement's time (0: none): connecting gets what is left of it, no round starts and the storm is left out once it has passed, and the report says so")
+	simGOGC        = flag.Int("sim-gogc", 0, "the simulator's own GOGC (its relays and master keep theirs; 0: GOGC's)")
 )
 
 func main() {
@@ -113,6 +117,11 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	if *simGOGC > 0 {
+		// The simulated devices' process only: a real device's heap is
+		// one agent's, not tens of thousands', and its GC not theirs.
+		debug.SetGCPercent(*simGOGC)
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)

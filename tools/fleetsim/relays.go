@@ -70,6 +70,8 @@ type relayReport struct {
 	// Connected: the three processes when every device was connected
 	// (cores: over the last 10 s and since the devices started).
 	Connected saturation `json:"connected"`
+	// Cut says what -deadline left out.
+	Cut string `json:"cut,omitempty"`
 }
 
 // measureRelays runs a master in a child process, r relays in another (so that
@@ -122,7 +124,17 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	}
 	defer f.Close()
 	ctx := context.Background()
-	wctx, wcancel := context.WithTimeout(ctx, *connectTimeout)
+	var until time.Time // -deadline
+	if *deadline > 0 {
+		until = start.Add(*deadline)
+	}
+	left := func(d time.Duration) time.Duration {
+		if !until.IsZero() {
+			d = min(d, time.Until(until))
+		}
+		return d
+	}
+	wctx, wcancel := context.WithTimeout(ctx, left(*connectTimeout))
 	err = waitConnected(wctx, f, n, start)
 	wcancel()
 	if err != nil {
@@ -141,7 +153,12 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	simCPU0, relayCPU0, masterCPU0 = cpuTime(os.Getpid()), cpuTime(child.Process.Pid), cpuTime(m.cmd.Process.Pid)
 	udp0 := udpSent()
 	f.Census() // from the rounds on
+	cut := ""  // why rounds or the storm were left out
 	for i := 0; i < warmup+rounds; i++ {
+		if left(time.Hour) <= 0 {
+			cut = fmt.Sprintf("-deadline passed after %d of %d rounds", i, warmup+rounds)
+			break
+		}
 		d, err := ping(ctx, m.Socket, "sim-*", n)
 		var inc *incomplete
 		if errors.As(err, &inc) {
@@ -159,7 +176,11 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		}
 	}
 	if len(times) == 0 {
-		return fmt.Errorf("no round had every device return (%d incomplete)", failed)
+		err := fmt.Errorf("no round had every device return (%d incomplete)", failed)
+		if cut != "" {
+			err = fmt.Errorf("%s; %w", cut, err)
+		}
+		return failedRun("rounds", n, r, f.Connected(), err, f, asJSON)
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	all := float64(warmup + rounds)
@@ -177,7 +198,9 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		UDPPerDevice: udpPerDevice, ConnSimCPUMS: ms(connSimCPU) / float64(n), ConnRelayCPUMS: ms(connRelayCPU) / float64(n), Devices: n, Relays: r, Rounds: len(times), Incomplete: failed, ConnectS: connect.Seconds(),
 		P50MS: ms(pct(times, 50)), P99MS: ms(pct(times, 99)), MinMS: ms(times[0]), MaxMS: ms(times[len(times)-1]),
 		RelayRSSMiB: float64(rss1) / 1024, RelayKiBPerDevice: float64(rss1-rss0) / float64(n)}
-	if storm != "" {
+	if storm != "" && left(time.Hour) <= 0 {
+		cut += "; -deadline passed before the storm"
+	} else if storm != "" {
 		// term: a restart (SIGTERM: the relays close their devices'
 		// connections, which come back at once, with jitter); kill: a
 		// crash (SIGKILL: devices notice at their idle timeout).
@@ -195,7 +218,7 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		}
 		watcher.add("relays", child.Process.Pid)
 		fmt.Fprintf(os.Stderr, "fleetsim: storm: relays listening and linked after %s\n", round(time.Since(restart)))
-		sctx, scancel := context.WithTimeout(ctx, 5*time.Minute)
+		sctx, scancel := context.WithTimeout(ctx, max(left(5*time.Minute), 10*time.Second))
 		err = waitBack(sctx, f, n, restart)
 		scancel()
 		if err != nil {
@@ -208,6 +231,7 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		}
 		rep.Storm, rep.StormS, rep.StormPingMS = storm, back.Seconds(), ms(d)
 	}
+	rep.Cut = strings.TrimPrefix(cut, "; ")
 	if asJSON {
 		b, _ := json.Marshal(rep)
 		fmt.Println(string(b))
@@ -234,6 +258,9 @@ func waitBack(ctx context.Context, f *fleet.Fleet, n int, t time.Time) error {
 		case <-tick.C:
 		}
 		if time.Since(last) >= 2*time.Second {
+			if err := overMemory(); err != nil {
+				return err
+			}
 			last = time.Now()
 			fmt.Fprintf(os.Stderr, "fleetsim: storm: %d of %d devices back after %s%s%s\n", f.ReconnectedSince(t), n, round(time.Since(t)), topErrors(f), watchLine())
 		}
@@ -410,8 +437,27 @@ func waitConnected(ctx context.Context, f *fleet.Fleet, n int, start time.Time) 
 			if *stall > 0 && time.Since(mostAt) >= *stall {
 				cancel(fmt.Errorf("stalled: no more than %d connected for %s", most, round(time.Since(mostAt))))
 			}
+			if err := overMemory(); err != nil {
+				cancel(err)
+			}
 		}
 	}
+}
+
+// overMemory is an error once the watched processes' RSS add up to more
+// than -max-rss.
+func overMemory() error {
+	if watcher == nil || *maxRSS <= 0 {
+		return nil
+	}
+	total := 0.0
+	for _, v := range watcher.rss() {
+		total += v
+	}
+	if total > float64(*maxRSS) {
+		return fmt.Errorf("memory: the processes' RSS add up to %.0f MiB, over -max-rss %d MiB", total, *maxRSS)
+	}
+	return nil
 }
 
 // watchLine is the watcher's sample for a progress line ("" without one).

@@ -51,6 +51,17 @@ func (w *procWatch) add(name string, pid int) {
 	w.cpu0[name], w.last[name], w.since[name] = c, c, time.Now()
 }
 
+// rss is every watched process's VmRSS now, MiB.
+func (w *procWatch) rss() map[string]float64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]float64{}
+	for name, pid := range w.pids {
+		out[name] = float64(rssKiB(pid)) / 1024
+	}
+	return out
+}
+
 // saturation is a sample: per process, the CPU it used (cores, over the
 // last interval and over the whole run), its VmRSS and open descriptors;
 // the machine's UDP errors since the start and its load average.
@@ -160,6 +171,13 @@ func (s saturation) verdict() string {
 				why = append(why, fmt.Sprintf("descriptors: %s has %d open of %d", n, fds, lim))
 			}
 		}
+	}
+	rss := 0.0
+	for _, v := range s.RSSMiB {
+		rss += v
+	}
+	if *maxRSS > 0 && rss > float64(*maxRSS)*0.9 {
+		why = append(why, fmt.Sprintf("memory: the processes' RSS add up to %.0f MiB (-max-rss %d)", rss, *maxRSS))
 	}
 	if s.UDPRcvbufErrors > 0 || s.UDPSndbufErrors > 0 {
 		why = append(why, fmt.Sprintf("UDP buffers: %d datagrams dropped on receive, %d sends failed", s.UDPRcvbufErrors, s.UDPSndbufErrors))
