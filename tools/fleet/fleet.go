@@ -403,7 +403,13 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 	}
 	hello := &protocol.Hello{ID: a.id, Version: "fleetsim", Caps: protocol.CapabilityVersion, Grains: grains,
 		KX: kx.Public(), KXSig: protocol.SignAgentKX(a.ident, a.id, kx.Public())}
-	if err := fr.Write(hello); err != nil {
+	// As the agent does (agent/session.go dial): grains too large for a
+	// Hello follow once the key is accepted.
+	hb, lateGrains, err := protocol.EncodeHello(hello)
+	if err != nil {
+		return err
+	}
+	if err := fr.WriteFrame(hb); err != nil {
 		return err
 	}
 	// As the agent does: a master (or relay) that does not answer within
@@ -434,6 +440,11 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 	macKey, err := kx.MACKey(ks.KX, a.id, hello.KX, ks.KX)
 	if err != nil {
 		return err
+	}
+	if lateGrains != nil {
+		if err := fr.WriteFrame(lateGrains); err != nil {
+			return err
+		}
 	}
 	f.connected.Add(1)
 	a.up.Store(time.Now().UnixNano())
