@@ -78,7 +78,8 @@ type Fleet struct {
 	fetchTimes []time.Duration
 
 	verifiedMu sync.Mutex
-	verified   map[string]*protocol.JobBody
+	verified   map[string]verifiedJob // by frame
+	bySig      map[string]verifiedJob // by master key, signature and body
 	wg         sync.WaitGroup
 	cancel     context.CancelFunc
 }
@@ -106,7 +107,7 @@ func Start(addr string, opts Options) (*Fleet, error) {
 		opts.MaxBackoff = 5 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &Fleet{opts: opts, addr: addr, cancel: cancel, verified: map[string]*protocol.JobBody{}}
+	f := &Fleet{opts: opts, addr: addr, cancel: cancel, verified: map[string]verifiedJob{}, bySig: map[string]verifiedJob{}}
 	if os.Getenv("FLEETSIM_CENSUS") == "1" {
 		f.census = &census{counts: map[string]int{}}
 	}
@@ -458,24 +459,32 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 	stop := context.AfterFunc(ctx, func() { conn.CloseWithError(0, "") })
 	defer stop()
 	for {
-		m, err := fr.Read()
+		frame, err := fr.ReadFrame()
 		if err != nil {
 			return sessionEnded{err}
 		}
-		if e, ok := m.(*protocol.Error); ok {
-			return sessionEnded{e.Err()}
-		}
-		if d, ok := m.(*protocol.BlobData); ok {
-			a.blobs.reply(d)
-			continue
-		}
-		job, ok := m.(*protocol.Job)
-		if !ok {
-			continue
-		}
-		body, err := f.openJob(job, masterPub)
-		if err != nil {
-			return err
+		// A job every device gets is the same frame: decoded and
+		// verified once (openJob), as N devices would on N CPUs.
+		body := f.seenJob(frame, masterPub)
+		if body == nil {
+			m, err := protocol.Decode(frame)
+			if err != nil {
+				return sessionEnded{err}
+			}
+			if e, ok := m.(*protocol.Error); ok {
+				return sessionEnded{e.Err()}
+			}
+			if d, ok := m.(*protocol.BlobData); ok {
+				a.blobs.reply(d)
+				continue
+			}
+			job, ok := m.(*protocol.Job)
+			if !ok {
+				continue
+			}
+			if body, err = f.openJob(frame, job, masterPub); err != nil {
+				return err
+			}
 		}
 		if f.opts.Firmware && body.Fun == "firmware.update" {
 			go f.firmware(ctx, a, body, fr, macKey)
@@ -527,24 +536,47 @@ func (f *Fleet) exec(ctx context.Context, a *simAgent, b *protocol.JobBody, fr *
 	f.jobs.Add(1)
 }
 
-// openJob verifies a job once per distinct signed body and master key.
-func (f *Fleet) openJob(j *protocol.Job, master ed25519.PublicKey) (*protocol.JobBody, error) {
+// verifiedJob is a job frame whose signature was checked, and by which
+// master key.
+type verifiedJob struct {
+	master ed25519.PublicKey
+	body   *protocol.JobBody
+}
+
+// seenJob is the verified body of a job frame already opened with the
+// same master key, or nil.
+func (f *Fleet) seenJob(frame []byte, master ed25519.PublicKey) *protocol.JobBody {
+	f.verifiedMu.Lock()
+	v, ok := f.verified[string(frame)]
+	f.verifiedMu.Unlock()
+	if ok && v.master.Equal(master) {
+		return v.body
+	}
+	return nil
+}
+
+// openJob verifies a job (decoded from frame) once per distinct signed
+// body and master key, and remembers it by its frame too, so that the
+// next device to get the same frame skips decoding it.
+func (f *Fleet) openJob(frame []byte, j *protocol.Job, master ed25519.PublicKey) (*protocol.JobBody, error) {
 	k := string(master) + string(j.Sig) + string(j.Body)
 	f.verifiedMu.Lock()
-	b, ok := f.verified[k]
+	v, ok := f.bySig[k]
 	f.verifiedMu.Unlock()
-	if ok {
-		return b, nil
-	}
-	b, err := j.Open(master)
-	if err != nil {
-		return nil, err
+	b := v.body
+	if !ok {
+		var err error
+		if b, err = j.Open(master); err != nil {
+			return nil, err
+		}
 	}
 	f.verifiedMu.Lock()
-	if len(f.verified) > 1000 {
+	if len(f.verified) > 1000 || len(f.bySig) > 1000 {
 		clear(f.verified)
+		clear(f.bySig)
 	}
-	f.verified[k] = b
+	f.verified[string(frame)] = verifiedJob{master: master, body: b}
+	f.bySig[k] = verifiedJob{master: master, body: b}
 	f.verifiedMu.Unlock()
 	return b, nil
 }
