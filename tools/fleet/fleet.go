@@ -5,6 +5,22 @@
 // test.echo (its first argument) and fails anything else, unless
 // Options.Exec runs the jobs (tools/fleetsim -states runs the agent's state
 // engine there). Connections share a few UDP sockets, as a relay's would.
+//
+// On the wire a simulated agent is the agent (agent/session.go dial): the
+// same QUIC configuration (protocol.QUICConfig, keep-alives included),
+// TLS with its own key and certificate, the Hello as protocol.EncodeHello
+// makes it with Caps protocol.CapabilityVersion and a signed key agreement,
+// returns MAC-tagged with the session's key. The differences: the agent
+// dials from a UDP socket of its own (quic.DialAddr, so its QUIC connection
+// IDs are empty), while here Options.PerSocket connections share a socket
+// and a quic.Transport (so that 50,000 do not need 50,000 descriptors and
+// ephemeral ports) and their connection IDs are quic-go's 4 bytes; the
+// Hello's version is "fleetsim" and it names no returners; returns are
+// written at once rather than from an outbox that waits for acks. Per
+// device the process holds the QUIC connection (quic-go: its run loop
+// and its send queue, two goroutines), one goroutine reading the session,
+// the framer's 1 KiB buffer and the key, made at the first dial; a job
+// every device gets (the same frame) is decoded and verified once.
 package fleet
 
 import (
