@@ -134,7 +134,11 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		}
 		return d
 	}
-	wctx, wcancel := context.WithTimeout(ctx, left(*connectTimeout))
+	// A signal (make bench's timeout, Ctrl-C) ends the wait with a report
+	// of how far it got, not silently.
+	sigctx, sigstop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer sigstop()
+	wctx, wcancel := context.WithTimeout(sigctx, left(*connectTimeout))
 	err = waitConnected(wctx, f, n, start)
 	wcancel()
 	if err != nil {
@@ -159,7 +163,11 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 			cut = fmt.Sprintf("-deadline passed after %d of %d rounds", i, warmup+rounds)
 			break
 		}
-		d, err := ping(ctx, m.Socket, "sim-*", n)
+		d, err := ping(sigctx, m.Socket, "sim-*", n)
+		if sigctx.Err() != nil {
+			cut = fmt.Sprintf("a signal after %d of %d rounds", i, warmup+rounds)
+			break
+		}
 		var inc *incomplete
 		if errors.As(err, &inc) {
 			fmt.Fprintf(os.Stderr, "fleetsim: round %d: %v\n", i, err)
@@ -198,8 +206,8 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		UDPPerDevice: udpPerDevice, ConnSimCPUMS: ms(connSimCPU) / float64(n), ConnRelayCPUMS: ms(connRelayCPU) / float64(n), Devices: n, Relays: r, Rounds: len(times), Incomplete: failed, ConnectS: connect.Seconds(),
 		P50MS: ms(pct(times, 50)), P99MS: ms(pct(times, 99)), MinMS: ms(times[0]), MaxMS: ms(times[len(times)-1]),
 		RelayRSSMiB: float64(rss1) / 1024, RelayKiBPerDevice: float64(rss1-rss0) / float64(n)}
-	if storm != "" && left(time.Hour) <= 0 {
-		cut += "; -deadline passed before the storm"
+	if storm != "" && (left(time.Hour) <= 0 || sigctx.Err() != nil) {
+		cut += "; the storm left out (-deadline passed, or a signal)"
 	} else if storm != "" {
 		// term: a restart (SIGTERM: the relays close their devices'
 		// connections, which come back at once, with jitter); kill: a
@@ -218,14 +226,14 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		}
 		watcher.add("relays", child.Process.Pid)
 		fmt.Fprintf(os.Stderr, "fleetsim: storm: relays listening and linked after %s\n", round(time.Since(restart)))
-		sctx, scancel := context.WithTimeout(ctx, max(left(5*time.Minute), 10*time.Second))
+		sctx, scancel := context.WithTimeout(sigctx, max(left(5*time.Minute), 10*time.Second))
 		err = waitBack(sctx, f, n, restart)
 		scancel()
 		if err != nil {
 			return failedRun("storm", n, r, f.ReconnectedSince(restart), err, f, asJSON)
 		}
 		back := time.Since(restart)
-		d, err := ping(ctx, m.Socket, "sim-*", n)
+		d, err := ping(sigctx, m.Socket, "sim-*", n)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "fleetsim: ping after the storm: %v\n", err)
 		}
@@ -420,7 +428,12 @@ func waitConnected(ctx context.Context, f *fleet.Fleet, n int, start time.Time) 
 	defer cancel(nil)
 	done := make(chan error, 1)
 	go func() { done <- f.WaitConnected(ctx, n) }()
-	most, mostAt := 0, time.Now()
+	most := 0
+	type point struct {
+		t time.Time
+		c int
+	}
+	hist := []point{{time.Now(), 0}}
 	for {
 		select {
 		case err := <-done:
@@ -430,12 +443,15 @@ func waitConnected(ctx context.Context, f *fleet.Fleet, n int, start time.Time) 
 			return err
 		case <-tick.C:
 			c := f.Connected()
-			if c > most {
-				most, mostAt = c, time.Now()
-			}
+			most = max(most, c)
 			fmt.Fprintf(os.Stderr, "fleetsim: %d of %d devices connected after %s (most %d)%s%s\n", c, n, round(time.Since(start)), most, topErrors(f), watchLine())
-			if *stall > 0 && time.Since(mostAt) >= *stall {
-				cancel(fmt.Errorf("stalled: no more than %d connected for %s", most, round(time.Since(mostAt))))
+			// Stalled: fewer than 1 % of the devices more than -stall ago.
+			hist = append(hist, point{time.Now(), c})
+			for len(hist) > 1 && time.Since(hist[1].t) >= *stall {
+				hist = hist[1:]
+			}
+			if old := hist[0]; *stall > 0 && time.Since(old.t) >= *stall && c-old.c < max(n/100, 1) {
+				cancel(fmt.Errorf("stalled: %d connected, %d %s before (most %d)", c, old.c, round(time.Since(old.t)), most))
 			}
 			if err := overMemory(); err != nil {
 				cancel(err)
