@@ -284,6 +284,14 @@ func (f *Fleet) Close() {
 }
 
 func (f *Fleet) keepConnected(ctx context.Context, a *simAgent, addr *net.UDPAddr) {
+	// The device's own context, registered with the fleet's once: each
+	// dial's timeout and each session's AfterFunc then register with it,
+	// not with the fleet's, whose one mutex tens of thousands of devices
+	// redialling would otherwise queue on (a goroutine dump of 50,000
+	// devices showed hundreds waiting there). A real agent's contexts are
+	// its own too.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	if a.ident == nil {
 		id, err := identity(f.opts, a.id)
 		if err != nil {
