@@ -16,7 +16,7 @@
 #      give it RELAY50K_TIME seconds (1500) and a BENCH_BUDGET to match.
 #      A run that cannot finish says how far it got and what saturated
 #      (CPU per process, descriptors, UDP drops, memory: it stops before
-#      the processes' RSS pass 75 % of MemAvailable).
+#      the processes' RSS pass 60 % of MemAvailable).
 #   2b. The reactor: go test -bench ./reactor/, tools/reactorbench (one
 #      process, simulated agents), then tools/procbench -reactor (a real
 #      master and REACTOR_AGENTS real agents, REACTOR_EVENTS events fired
@@ -256,8 +256,8 @@ say "2f. relays50k: $RELAY50K_N simulated devices behind $RELAY50K_R relays (ram
   echo "ephemeral ports: $(sysctl -n net.ipv4.ip_local_port_range 2>/dev/null | tr '\t' '-') (the simulator opens $(((RELAY50K_N + 499) / 500)) sockets)"
   echo "MemAvailable: $(awk '/^MemAvailable/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$OUT/relays50k-limits.txt"
-# Stop before the three processes' RSS pass 75 % of what is available.
-maxrss=$(awk '/^MemAvailable/ {printf "%d", $2 / 1024 * 0.75}' /proc/meminfo)
+# Stop before the three processes' RSS pass 60 % of what is available.
+maxrss=$(awk '/^MemAvailable/ {printf "%d", $2 / 1024 * 0.6}' /proc/meminfo)
 if [[ -x "$OUT/fleetsim" ]] || "$GO" build -o "$OUT/fleetsim" ./tools/fleetsim; then
   # -deadline ends the run 60 s before the step's limit, so that even a
   # run that cannot finish prints its JSON line (how far, what saturated).
