@@ -6,6 +6,7 @@
 //
 //	fleetsim [-n 100,1000,5000] [-rounds 10] [-warmup 1]
 //	fleetsim -relays 10 -n 10000 [-storm term|kill] [-json]
+//	fleetsim -relays 50 -n 50000 -ramp 300 -admit 8 [-stall 2m] [-deadline 15m] [-max-rss MiB] [-sim-gogc N] -json
 //	fleetsim -states [-state-files] [-relays 2] -n 1000 [-rounds 5] [-json]
 //	fleetsim -rollout BUILD [-relays 1] -n 1000 [-batch 10%] [-json]
 //	fleetsim -orch [-relays 2] -n 200 [-rounds 5] [-json]
@@ -17,6 +18,12 @@
 // SIGTERM, a restart; kill: SIGKILL, a crash), starts it again on the same
 // ports, and times until every device is back.
 // -json prints one JSON object per fleet size instead of a table row.
+// Every 10 s while devices connect (or come back after the storm) a
+// progress line gives each process's CPU (cores), RSS and descriptors, the
+// machine's UDP drops and load; a run that cannot finish (-stall: fewer
+// than 1 % of the devices more in that long; -deadline; -max-rss; a
+// signal) prints, with -json, {"failed": stage, "reached": devices,
+// "saturated": what, "sample": {...}} instead.
 //
 // -fetch M times N devices behind the relays fetching one M MiB file by
 // chunks (fetch.go), and reports the bytes on the relays' upstream links.
