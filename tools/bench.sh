@@ -7,6 +7,16 @@
 #   2d. The fleet simulator behind relays: RELAY_N devices behind RELAY_R
 #      relays (master, relays and devices in three processes): test.ping
 #      rounds, relay and master memory, then a relay restart (storm).
+#   2f. relays50k (off by default: RELAY50K=1 or BENCH_ONLY=relays50k):
+#      RELAY50K_N (50000) simulated devices behind RELAY50K_R (50) relays,
+#      ramped at RELAY50K_RAMP (300) a second: connect time, test.ping
+#      p50/p99 over 5 rounds, CPU and memory per process. It does not fit
+#      the default budget (the ramp alone is ~170 s and, on 2 cores,
+#      connecting 50,000 costs minutes of CPU over the three processes);
+#      give it RELAY50K_TIME seconds (1500) and a BENCH_BUDGET to match.
+#      A run that cannot finish says how far it got and what saturated
+#      (CPU per process, descriptors, UDP drops, memory: it stops before
+#      the processes' RSS pass 60 % of MemAvailable).
 #   2b. The reactor: go test -bench ./reactor/, tools/reactorbench (one
 #      process, simulated agents), then tools/procbench -reactor (a real
 #      master and REACTOR_AGENTS real agents, REACTOR_EVENTS events fired
@@ -34,10 +44,14 @@
 #        FLEETSIM_N (100,1000,5000), FLEETSIM_ROUNDS (10), PROCBENCH_N (100),
 #        FAILOVER_N (1000), RELAY_N (10000), RELAY_R (10), STATES_N (1000),
 #        STATES_ROUNDS (5), REACTOR_AGENTS (10), REACTOR_EVENTS (1000),
+#        RELAY50K (0; 1: run relays50k too), RELAY50K_N (50000),
+#        RELAY50K_R (50), RELAY50K_RAMP (300), RELAY50K_ADMIT (8 per relay),
+#        RELAY50K_TIME (1500),
 #        BENCH_ONLY: a comma-separated subset of the steps to run: micro,
-#        fleetsim, relays, reactor, engines, procbench, failover, states,
-#        cross (e.g. BENCH_ONLY=states); the goal table then shows only the
-#        goals measured. tools/saltcompare.sh (Salt 3006 side by side) is
+#        fleetsim, relays, relays50k, reactor, engines, procbench, failover,
+#        states, cross (e.g. BENCH_ONLY=states); the goal table then shows
+#        only the goals measured. relays50k runs only when named there or
+#        with RELAY50K=1. tools/saltcompare.sh (Salt 3006 side by side) is
 #        not part of the run: it installs Debian packages.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -55,9 +69,17 @@ STATES_N="${STATES_N:-1000}"
 STATES_ROUNDS="${STATES_ROUNDS:-5}"
 REACTOR_AGENTS="${REACTOR_AGENTS:-10}"
 REACTOR_EVENTS="${REACTOR_EVENTS:-1000}"
+RELAY50K="${RELAY50K:-0}"
+RELAY50K_N="${RELAY50K_N:-50000}"
+RELAY50K_R="${RELAY50K_R:-50}"
+RELAY50K_RAMP="${RELAY50K_RAMP:-300}"
+RELAY50K_ADMIT="${RELAY50K_ADMIT:-8}"
+RELAY50K_TIME="${RELAY50K_TIME:-1500}"
 ONLY="${BENCH_ONLY:-}"
 # want STEP: whether BENCH_ONLY (empty: everything) names STEP.
 want() { [[ -z "$ONLY" || ",$ONLY," == *",$1,"* ]]; }
+# want50k: relays50k is not part of "everything": named, or RELAY50K=1.
+want50k() { [[ ",$ONLY," == *",relays50k,"* || "$RELAY50K" == 1 ]]; }
 # Ten thousand QUIC connections need the descriptors and socket buffers.
 ulimit -n 20000 2>/dev/null || true
 OUT="${BENCH_OUT:-$(mktemp -d -t halite-bench.XXXXXX)}"
@@ -225,6 +247,28 @@ fi
 
 fi
 
+if want50k; then
+say "2f. relays50k: $RELAY50K_N simulated devices behind $RELAY50K_R relays (ramp $RELAY50K_RAMP/s)"
+# The limits such a run meets, said before it starts: descriptors (the
+# devices share one UDP socket per 500, so ~100 sockets, not 50,000: no
+# ephemeral-port or descriptor limit is near), socket buffers, memory.
+{
+  echo "ulimit -n: $(ulimit -n); rmem_max/wmem_max: $(sysctl -n net.core.rmem_max 2>/dev/null)/$(sysctl -n net.core.wmem_max 2>/dev/null)"
+  echo "ephemeral ports: $(sysctl -n net.ipv4.ip_local_port_range 2>/dev/null | tr '\t' '-') (the simulator opens $(((RELAY50K_N + 499) / 500)) sockets)"
+  echo "MemAvailable: $(awk '/^MemAvailable/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+} | tee "$OUT/relays50k-limits.txt"
+# Stop before the three processes' RSS pass 60 % of what is available.
+maxrss=$(awk '/^MemAvailable/ {printf "%d", $2 / 1024 * 0.6}' /proc/meminfo)
+if [[ -x "$OUT/fleetsim" ]] || "$GO" build -o "$OUT/fleetsim" ./tools/fleetsim; then
+  # -deadline ends the run 60 s before the step's limit, so that even a
+  # run that cannot finish prints its JSON line (how far, what saturated).
+  t50=$(left "$RELAY50K_TIME")
+  step relays50k "$t50" "$OUT/fleetsim" -relays "$RELAY50K_R" -n "$RELAY50K_N" -rounds 5 -ramp "$RELAY50K_RAMP" \
+    -admit "$RELAY50K_ADMIT" -stall 120s -deadline "$((t50 > 120 ? t50 - 60 : t50 / 2))s" -max-rss "$maxrss" -json
+fi
+
+fi
+
 if want reactor; then
 say "2b. Reactor: tag matching and rendering (go test), then end to end (tools/reactorbench)"
 step bench-reactor 120 "$GO" test -run '^$' -benchmem -count 1 -timeout "$(left 120)s" -bench . ./reactor/
@@ -316,6 +360,11 @@ fop99=$(fo failover 6); folost=$(fo failover 9); fbp99=$(fo failback 6); fblost=
 # rj FIELD: a number from the relay run's JSON line.
 rj() { grep -o "\"$1\":[0-9.]*" "$OUT/fleetsim-relays.txt" 2>/dev/null | tail -1 | cut -d: -f2 | awk '{ printf "%.1f", $1 }'; }
 rlp99=$(rj p99_ms); rlp50=$(rj p50_ms); rlkib=$(rj relay_kib_per_device); rlstorm=$(rj storm_all_back_s); rlmkib=$(rj master_kib_per_device)
+# kj FIELD: a number from the relays50k run's JSON line; ks FIELD: a string.
+kj() { grep -o "\"$1\":[0-9.]*" "$OUT/relays50k.txt" 2>/dev/null | tail -1 | cut -d: -f2 | awk '{ printf "%.1f", $1 }'; }
+ks() { grep -o "\"$1\":\"[^\"]*\"" "$OUT/relays50k.txt" 2>/dev/null | tail -1 | cut -d: -f2- | tr -d '"'; }
+k99=$(kj p99_ms); k50=$(kj p50_ms); kconn=$(kj connect_all_s); kfail=$(ks failed); kreach=$(kj reached)
+ksim=$(kj sim_rss_mib); krel=$(kj relays_rss_mib); kmas=$(kj master_rss_mib); kinc=$(kj incomplete_rounds)
 # sj FILE FIELD: a number from a -states run's JSON line.
 sj() { grep -o "\"$2\":[0-9.]*" "$OUT/$1.txt" 2>/dev/null | tail -1 | cut -d: -f2 | awk '{ printf "%.0f", $1 }'; }
 st50=$(sj fleetsim-states p50_ms); st99=$(sj fleetsim-states p99_ms); stpub=$(sj fleetsim-states published_p50_ms)
@@ -348,6 +397,13 @@ rplost=$(awk -F' *[|] *' '$2 ~ /^[0-9]+$/ && $8 ~ /none lost/ { print $7 }' "$OU
   echo "| $RELAY_N devices behind $RELAY_R relays: test.ping p99 ≤ 1 s (p50 ${rlp50:-—} ms) | ${rlp99:+$rlp99 ms} | $(judge "$rlp99" 1000) | fleetsim -relays $RELAY_R -n $RELAY_N -rounds 10 -ramp 400 -storm term -json |"
   echo "| relay memory per device ≤ 40 KiB (master: ${rlmkib:-—} KiB per relayed device) | ${rlkib:+$rlkib KiB} | $(judge "$rlkib" 40) | (same) |"
   echo "| relay restart: all $RELAY_N devices back ≤ 20 s | ${rlstorm:+$rlstorm s} | $(judge "$rlstorm" 20) | (same) |"
+  if want50k; then
+    if [[ -n "$kfail" ]]; then
+      echo "| $RELAY50K_N devices behind $RELAY50K_R relays: test.ping p99 ≤ 3 s | stopped at $kfail: ${kreach%.*} of $RELAY50K_N devices | **not reached**; saturated: $(ks saturated) | fleetsim -relays $RELAY50K_R -n $RELAY50K_N -rounds 5 -ramp $RELAY50K_RAMP -admit $RELAY50K_ADMIT |"
+    else
+      echo "| $RELAY50K_N devices behind $RELAY50K_R relays: test.ping p99 ≤ 3 s (p50 ${k50:-—} ms; connect ${kconn:-—} s; ${kinc:-—} incomplete rounds; RSS MiB: devices ${ksim:-—}, relays ${krel:-—}, master ${kmas:-—}) | ${k99:+$k99 ms} | $(judge "$k99" 3000) | fleetsim -relays $RELAY50K_R -n $RELAY50K_N -rounds 5 -ramp $RELAY50K_RAMP -admit $RELAY50K_ADMIT |"
+    fi
+  fi
   echo "| agent applying 50 unchanged file.managed states (through the engine) ≤ 50 ms | ${mu:+$mu ms} | $(judge "$mu" 50) | go test -bench BenchmarkApplyManagedUnchanged ./agent/state/ |"
   echo "| master compiling a 20-file highstate for 10,000 devices with per-device grains ≥ 5,000 devices/s | ${cps:+$cps devices/s} | $([[ -n $cps ]] && judge 5000 "$cps" || echo "not measured") | go test -bench BenchmarkCompileHighstate ./master/statecomp/ |"
   echo "| state.apply, 20-file highstate, $STATES_N simulated devices: publish → last return p50 ≤ 3 s (p99 ${st99:-—} ms; published after ${stpub:-—} ms; slowest device ${stdev:-—} ms; load avg ${stload:-—}) | ${st50:+$st50 ms} | $(judge "$st50" 3000) | fleetsim -states -n $STATES_N -rounds $STATES_ROUNDS |"

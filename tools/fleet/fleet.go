@@ -5,6 +5,22 @@
 // test.echo (its first argument) and fails anything else, unless
 // Options.Exec runs the jobs (tools/fleetsim -states runs the agent's state
 // engine there). Connections share a few UDP sockets, as a relay's would.
+//
+// On the wire a simulated agent is the agent (agent/session.go dial): the
+// same QUIC configuration (protocol.QUICConfig, keep-alives included),
+// TLS with its own key and certificate, the Hello as protocol.EncodeHello
+// makes it with Caps protocol.CapabilityVersion and a signed key agreement,
+// returns MAC-tagged with the session's key. The differences: the agent
+// dials from a UDP socket of its own (quic.DialAddr, so its QUIC connection
+// IDs are empty), while here Options.PerSocket connections share a socket
+// and a quic.Transport (so that 50,000 do not need 50,000 descriptors and
+// ephemeral ports) and their connection IDs are quic-go's 4 bytes; the
+// Hello's version is "fleetsim" and it names no returners; returns are
+// written at once rather than from an outbox that waits for acks. Per
+// device the process holds the QUIC connection (quic-go: its run loop
+// and its send queue, two goroutines), one goroutine reading the session,
+// the framer's 1 KiB buffer and the key, made at the first dial; a job
+// every device gets (the same frame) is decoded and verified once.
 package fleet
 
 import (
@@ -78,7 +94,8 @@ type Fleet struct {
 	fetchTimes []time.Duration
 
 	verifiedMu sync.Mutex
-	verified   map[string]*protocol.JobBody
+	verified   map[string]verifiedJob // by frame
+	bySig      map[string]verifiedJob // by master key, signature and body
 	wg         sync.WaitGroup
 	cancel     context.CancelFunc
 }
@@ -86,7 +103,7 @@ type Fleet struct {
 type simAgent struct {
 	up     atomic.Int64 // when its current session was accepted (unix ns); 0: none
 	id     string
-	ident  *protocol.Identity
+	ident  *protocol.Identity // made at its first dial (keepConnected)
 	master atomic.Pointer[ed25519.PublicKey]
 	tr     *quic.Transport
 	fr     atomic.Pointer[protocol.Framer] // the current session's, for Fetch
@@ -106,7 +123,7 @@ func Start(addr string, opts Options) (*Fleet, error) {
 		opts.MaxBackoff = 5 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &Fleet{opts: opts, addr: addr, cancel: cancel, verified: map[string]*protocol.JobBody{}}
+	f := &Fleet{opts: opts, addr: addr, cancel: cancel, verified: map[string]verifiedJob{}, bySig: map[string]verifiedJob{}}
 	if os.Getenv("FLEETSIM_CENSUS") == "1" {
 		f.census = &census{counts: map[string]int{}}
 	}
@@ -119,14 +136,10 @@ func Start(addr string, opts Options) (*Fleet, error) {
 			}
 			f.transports = append(f.transports, &quic.Transport{Conn: pc})
 		}
-		name := agentID(opts, i)
-		id, err := identity(opts, name)
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-		a := &simAgent{id: name, ident: id, tr: f.transports[len(f.transports)-1]}
-		f.agents = append(f.agents, a)
+		// The key (and its certificate, an ed25519 signature) is made
+		// when the agent first dials: with a ramp, spread over it rather
+		// than all before the first dial.
+		f.agents = append(f.agents, &simAgent{id: agentID(opts, i), tr: f.transports[len(f.transports)-1]})
 	}
 	addrs := opts.Addrs
 	if len(addrs) == 0 {
@@ -141,25 +154,40 @@ func Start(addr string, opts Options) (*Fleet, error) {
 		}
 		udps[i] = udp
 	}
-	for i, a := range f.agents {
-		udp := udps[i%len(udps)]
-		var delay time.Duration
-		if opts.Ramp > 0 {
-			delay = time.Duration(i) * time.Second / time.Duration(opts.Ramp)
-		}
+	run := func(i int) {
 		f.wg.Add(1)
 		go func() {
 			defer f.wg.Done()
-			if delay > 0 {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(delay):
-				}
-			}
-			f.keepConnected(ctx, a, udp)
+			f.keepConnected(ctx, f.agents[i], udps[i%len(udps)])
 		}()
 	}
+	if opts.Ramp <= 0 {
+		for i := range f.agents {
+			run(i)
+		}
+		return f, nil
+	}
+	// A ramp: one goroutine starts the agents as their time comes (agent
+	// i at i/Ramp s), rather than one sleeping goroutine and timer per
+	// agent from the start.
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		start, next := time.Now(), 0
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for next < len(f.agents) {
+			due := min(int(time.Since(start)*time.Duration(opts.Ramp)/time.Second)+1, len(f.agents))
+			for ; next < due; next++ {
+				run(next)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
 	return f, nil
 }
 
@@ -170,8 +198,12 @@ func identity(opts Options, id string) (*protocol.Identity, error) {
 	if opts.Seed == "" {
 		return protocol.GenerateIdentity()
 	}
-	seed := sha256.Sum256([]byte(opts.Seed + "\x00" + id))
-	return protocol.NewIdentity(ed25519.NewKeyFromSeed(seed[:]))
+	return protocol.NewIdentity(seededKey(opts.Seed, id))
+}
+
+func seededKey(seed, id string) ed25519.PrivateKey {
+	s := sha256.Sum256([]byte(seed + "\x00" + id))
+	return ed25519.NewKeyFromSeed(s[:])
 }
 
 // PreAccept records, as accepted, the keys of the agents Start(opts) would
@@ -191,11 +223,9 @@ func PreAccept(pkiDir string, opts Options) error {
 	}
 	for i := 0; i < opts.N; i++ {
 		name := agentID(opts, i)
-		id, err := identity(opts, name)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), protocol.EncodePublicKey(id.Pub), 0o644); err != nil {
+		// The key alone, as identity derives it: no certificate to sign.
+		pub := seededKey(opts.Seed, name).Public().(ed25519.PublicKey)
+		if err := os.WriteFile(filepath.Join(dir, name), protocol.EncodePublicKey(pub), 0o644); err != nil {
 			return err
 		}
 	}
@@ -254,6 +284,22 @@ func (f *Fleet) Close() {
 }
 
 func (f *Fleet) keepConnected(ctx context.Context, a *simAgent, addr *net.UDPAddr) {
+	// The device's own context, registered with the fleet's once: each
+	// dial's timeout and each session's AfterFunc then register with it,
+	// not with the fleet's, whose one mutex tens of thousands of devices
+	// redialling would otherwise queue on (a goroutine dump of 50,000
+	// devices showed hundreds waiting there). A real agent's contexts are
+	// its own too.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if a.ident == nil {
+		id, err := identity(f.opts, a.id)
+		if err != nil {
+			f.noteErr(err)
+			return
+		}
+		a.ident = id
+	}
 	backoff := 100 * time.Millisecond
 	refused := 0
 	for ctx.Err() == nil {
@@ -282,11 +328,8 @@ func (f *Fleet) keepConnected(ctx context.Context, a *simAgent, addr *net.UDPAdd
 			continue
 		}
 		refused = 0
-		d := time.Duration(rand.Int64N(int64(backoff))) + 10*time.Millisecond
-		select {
-		case <-ctx.Done():
+		if !sleepCtx(ctx, time.Duration(rand.Int64N(int64(backoff)))+10*time.Millisecond) {
 			return
-		case <-time.After(d):
 		}
 		if backoff *= 2; backoff > f.opts.MaxBackoff {
 			backoff = f.opts.MaxBackoff
@@ -385,7 +428,13 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 	}
 	hello := &protocol.Hello{ID: a.id, Version: "fleetsim", Caps: protocol.CapabilityVersion, Grains: grains,
 		KX: kx.Public(), KXSig: protocol.SignAgentKX(a.ident, a.id, kx.Public())}
-	if err := fr.Write(hello); err != nil {
+	// As the agent does (agent/session.go dial): grains too large for a
+	// Hello follow once the key is accepted.
+	hb, lateGrains, err := protocol.EncodeHello(hello)
+	if err != nil {
+		return err
+	}
+	if err := fr.WriteFrame(hb); err != nil {
 		return err
 	}
 	// As the agent does: a master (or relay) that does not answer within
@@ -417,6 +466,11 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 	if err != nil {
 		return err
 	}
+	if lateGrains != nil {
+		if err := fr.WriteFrame(lateGrains); err != nil {
+			return err
+		}
+	}
 	f.connected.Add(1)
 	a.up.Store(time.Now().UnixNano())
 	a.fr.Store(fr)
@@ -429,24 +483,32 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 	stop := context.AfterFunc(ctx, func() { conn.CloseWithError(0, "") })
 	defer stop()
 	for {
-		m, err := fr.Read()
+		frame, err := fr.ReadFrame()
 		if err != nil {
 			return sessionEnded{err}
 		}
-		if e, ok := m.(*protocol.Error); ok {
-			return sessionEnded{e.Err()}
-		}
-		if d, ok := m.(*protocol.BlobData); ok {
-			a.blobs.reply(d)
-			continue
-		}
-		job, ok := m.(*protocol.Job)
-		if !ok {
-			continue
-		}
-		body, err := f.openJob(job, masterPub)
-		if err != nil {
-			return err
+		// A job every device gets is the same frame: decoded and
+		// verified once (openJob), as N devices would on N CPUs.
+		body := f.seenJob(frame, masterPub)
+		if body == nil {
+			m, err := protocol.Decode(frame)
+			if err != nil {
+				return sessionEnded{err}
+			}
+			if e, ok := m.(*protocol.Error); ok {
+				return sessionEnded{e.Err()}
+			}
+			if d, ok := m.(*protocol.BlobData); ok {
+				a.blobs.reply(d)
+				continue
+			}
+			job, ok := m.(*protocol.Job)
+			if !ok {
+				continue
+			}
+			if body, err = f.openJob(frame, job, masterPub); err != nil {
+				return err
+			}
 		}
 		if f.opts.Firmware && body.Fun == "firmware.update" {
 			go f.firmware(ctx, a, body, fr, macKey)
@@ -498,24 +560,47 @@ func (f *Fleet) exec(ctx context.Context, a *simAgent, b *protocol.JobBody, fr *
 	f.jobs.Add(1)
 }
 
-// openJob verifies a job once per distinct signed body and master key.
-func (f *Fleet) openJob(j *protocol.Job, master ed25519.PublicKey) (*protocol.JobBody, error) {
+// verifiedJob is a job frame whose signature was checked, and by which
+// master key.
+type verifiedJob struct {
+	master ed25519.PublicKey
+	body   *protocol.JobBody
+}
+
+// seenJob is the verified body of a job frame already opened with the
+// same master key, or nil.
+func (f *Fleet) seenJob(frame []byte, master ed25519.PublicKey) *protocol.JobBody {
+	f.verifiedMu.Lock()
+	v, ok := f.verified[string(frame)]
+	f.verifiedMu.Unlock()
+	if ok && v.master.Equal(master) {
+		return v.body
+	}
+	return nil
+}
+
+// openJob verifies a job (decoded from frame) once per distinct signed
+// body and master key, and remembers it by its frame too, so that the
+// next device to get the same frame skips decoding it.
+func (f *Fleet) openJob(frame []byte, j *protocol.Job, master ed25519.PublicKey) (*protocol.JobBody, error) {
 	k := string(master) + string(j.Sig) + string(j.Body)
 	f.verifiedMu.Lock()
-	b, ok := f.verified[k]
+	v, ok := f.bySig[k]
 	f.verifiedMu.Unlock()
-	if ok {
-		return b, nil
-	}
-	b, err := j.Open(master)
-	if err != nil {
-		return nil, err
+	b := v.body
+	if !ok {
+		var err error
+		if b, err = j.Open(master); err != nil {
+			return nil, err
+		}
 	}
 	f.verifiedMu.Lock()
-	if len(f.verified) > 1000 {
+	if len(f.verified) > 1000 || len(f.bySig) > 1000 {
 		clear(f.verified)
+		clear(f.bySig)
 	}
-	f.verified[k] = b
+	f.verified[string(frame)] = verifiedJob{master: master, body: b}
+	f.bySig[k] = verifiedJob{master: master, body: b}
 	f.verifiedMu.Unlock()
 	return b, nil
 }

@@ -6,6 +6,7 @@
 //
 //	fleetsim [-n 100,1000,5000] [-rounds 10] [-warmup 1]
 //	fleetsim -relays 10 -n 10000 [-storm term|kill] [-json]
+//	fleetsim -relays 50 -n 50000 -ramp 300 -admit 8 [-stall 2m] [-deadline 15m] [-max-rss MiB] [-sim-gogc N] -json
 //	fleetsim -states [-state-files] [-relays 2] -n 1000 [-rounds 5] [-json]
 //	fleetsim -rollout BUILD [-relays 1] -n 1000 [-batch 10%] [-json]
 //	fleetsim -orch [-relays 2] -n 200 [-rounds 5] [-json]
@@ -17,6 +18,12 @@
 // SIGTERM, a restart; kill: SIGKILL, a crash), starts it again on the same
 // ports, and times until every device is back.
 // -json prints one JSON object per fleet size instead of a table row.
+// Every 10 s while devices connect (or come back after the storm) a
+// progress line gives each process's CPU (cores), RSS and descriptors, the
+// machine's UDP drops and load; a run that cannot finish (-stall: fewer
+// than 1 % of the devices more in that long; -deadline; -max-rss; a
+// signal) prints, with -json, {"failed": stage, "reached": devices,
+// "saturated": what, "sample": {...}} instead.
 //
 // -fetch M times N devices behind the relays fetching one M MiB file by
 // chunks (fetch.go), and reports the bytes on the relays' upstream links.
@@ -37,6 +44,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -45,6 +53,14 @@ import (
 
 	"github.com/halite-fleet/halite/master/api"
 	"github.com/halite-fleet/halite/tools/fleet"
+)
+
+var (
+	connectTimeout = flag.Duration("connect-timeout", 10*time.Minute, "with -relays: give up when not every device is connected after this long")
+	stall          = flag.Duration("stall", 0, "with -relays: give up when no more devices have connected for this long (0: never)")
+	maxRSS         = flag.Int("max-rss", 0, "with -relays: give up when the simulator's, relays' and master's RSS add up to more than this many MiB (0: no limit)")
+	deadline       = flag.Duration("deadline", 0, "with -relays: the whole measurement's time (0: none): connecting gets what is left of it, no round starts and the storm is left out once it has passed, and the report says so")
+	simGOGC        = flag.Int("sim-gogc", 0, "the simulator's own GOGC (its relays and master keep theirs; 0: GOGC's)")
 )
 
 func main() {
@@ -108,6 +124,11 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	if *simGOGC > 0 {
+		// The simulated devices' process only: a real device's heap is
+		// one agent's, not tens of thousands', and its GC not theirs.
+		debug.SetGCPercent(*simGOGC)
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)

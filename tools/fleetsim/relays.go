@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,11 +54,24 @@ type relayReport struct {
 	// QUIC's own acks), from /proc/net/snmp.
 	UDPPerDevice float64 `json:"udp_datagrams_per_device_round"`
 	SimCPUMS     float64 `json:"sim_cpu_ms_per_round"`
-	MasterCPUMS  float64 `json:"master_cpu_ms_per_round"`
-	RelayCPUMS   float64 `json:"relays_cpu_ms_per_round"`
-	Storm        string  `json:"storm,omitempty"`
-	StormS       float64 `json:"storm_all_back_s,omitempty"`
-	StormPingMS  float64 `json:"storm_first_ping_ms,omitempty"`
+	// The simulator's own process (the simulated devices): its VmRSS
+	// once all are connected and its growth from before the devices
+	// started, per device; its goroutines then; its CPU per device and
+	// round (µs).
+	SimRSSMiB        float64 `json:"sim_rss_mib"`
+	SimKiBPerDevice  float64 `json:"sim_kib_per_device"`
+	SimGoroutines    int     `json:"sim_goroutines"`
+	SimCPUUSPerRound float64 `json:"sim_cpu_us_per_device_round"`
+	MasterCPUMS      float64 `json:"master_cpu_ms_per_round"`
+	RelayCPUMS       float64 `json:"relays_cpu_ms_per_round"`
+	Storm            string  `json:"storm,omitempty"`
+	StormS           float64 `json:"storm_all_back_s,omitempty"`
+	StormPingMS      float64 `json:"storm_first_ping_ms,omitempty"`
+	// Connected: the three processes when every device was connected
+	// (cores: over the last 10 s and since the devices started).
+	Connected saturation `json:"connected"`
+	// Cut says what -deadline left out.
+	Cut string `json:"cut,omitempty"`
 }
 
 // measureRelays runs a master in a child process, r relays in another (so that
@@ -96,7 +110,12 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 			stopChild(child)
 		}
 	}()
+	watcher = newProcWatch()
+	watcher.add("relays", child.Process.Pid)
+	watcher.add("master", m.cmd.Process.Pid)
+	defer func() { watcher = nil }()
 	rss0, mrss0 := rssKiB(child.Process.Pid), rssKiB(m.cmd.Process.Pid)
+	srss0 := rssKiB(os.Getpid())
 	simCPU0, relayCPU0, masterCPU0 := cpuTime(os.Getpid()), cpuTime(child.Process.Pid), cpuTime(m.cmd.Process.Pid)
 	start := time.Now()
 	f, err := fleet.Start("", fleet.Options{N: n, MasterFP: m.Finger, Addrs: addrs, Ramp: ramp, Seed: opts.Seed})
@@ -105,16 +124,32 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	}
 	defer f.Close()
 	ctx := context.Background()
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Minute)
+	var until time.Time // -deadline
+	if *deadline > 0 {
+		until = start.Add(*deadline)
+	}
+	left := func(d time.Duration) time.Duration {
+		if !until.IsZero() {
+			d = min(d, time.Until(until))
+		}
+		return d
+	}
+	// A signal (make bench's timeout, Ctrl-C) ends the wait with a report
+	// of how far it got, not silently.
+	sigctx, sigstop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer sigstop()
+	wctx, wcancel := context.WithTimeout(sigctx, left(*connectTimeout))
 	err = waitConnected(wctx, f, n, start)
 	wcancel()
 	if err != nil {
-		return err
+		return failedRun("connect", n, r, f.Connected(), err, f, asJSON)
 	}
 	connect := time.Since(start)
 	connSimCPU, connRelayCPU := cpuTime(os.Getpid())-simCPU0, cpuTime(child.Process.Pid)-relayCPU0
 	connMasterCPU := cpuTime(m.cmd.Process.Pid) - masterCPU0
 	rss1, mrss1 := rssKiB(child.Process.Pid), rssKiB(m.cmd.Process.Pid)
+	srss1, sgor := rssKiB(os.Getpid()), runtime.NumGoroutine()
+	atConnect := watcher.sample()
 	// A round in which some device did not return (its session was being
 	// re-established when the job went out) is counted, not timed.
 	var times []time.Duration
@@ -122,8 +157,17 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	simCPU0, relayCPU0, masterCPU0 = cpuTime(os.Getpid()), cpuTime(child.Process.Pid), cpuTime(m.cmd.Process.Pid)
 	udp0 := udpSent()
 	f.Census() // from the rounds on
+	cut := ""  // why rounds or the storm were left out
 	for i := 0; i < warmup+rounds; i++ {
-		d, err := ping(ctx, m.Socket, "sim-*", n)
+		if left(time.Hour) <= 0 {
+			cut = fmt.Sprintf("-deadline passed after %d of %d rounds", i, warmup+rounds)
+			break
+		}
+		d, err := ping(sigctx, m.Socket, "sim-*", n)
+		if sigctx.Err() != nil {
+			cut = fmt.Sprintf("a signal after %d of %d rounds", i, warmup+rounds)
+			break
+		}
 		var inc *incomplete
 		if errors.As(err, &inc) {
 			fmt.Fprintf(os.Stderr, "fleetsim: round %d: %v\n", i, err)
@@ -140,7 +184,11 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		}
 	}
 	if len(times) == 0 {
-		return fmt.Errorf("no round had every device return (%d incomplete)", failed)
+		err := fmt.Errorf("no round had every device return (%d incomplete)", failed)
+		if cut != "" {
+			err = fmt.Errorf("%s; %w", cut, err)
+		}
+		return failedRun("rounds", n, r, f.Connected(), err, f, asJSON)
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	all := float64(warmup + rounds)
@@ -150,14 +198,17 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	}
 	simCPU, relayCPU := cpuTime(os.Getpid())-simCPU0, cpuTime(child.Process.Pid)-relayCPU0
 	masterCPU := cpuTime(m.cmd.Process.Pid) - masterCPU0
-	rep := relayReport{SimCPUMS: ms(simCPU) / all, RelayCPUMS: ms(relayCPU) / all,
+	rep := relayReport{Connected: atConnect, SimCPUMS: ms(simCPU) / all, SimCPUUSPerRound: ms(simCPU) * 1000 / all / float64(n),
+		SimRSSMiB: float64(srss1) / 1024, SimKiBPerDevice: float64(srss1-srss0) / float64(n), SimGoroutines: sgor, RelayCPUMS: ms(relayCPU) / all,
 		MasterRSSMiB: float64(mrss1) / 1024, MasterKiBPerDevice: float64(mrss1-mrss0) / float64(n),
 		MasterKiBPerRelay: float64(mrss1-mrss0) / float64(r),
 		MasterCPUMS:       ms(masterCPU) / all, ConnMasterCPUMS: ms(connMasterCPU) / float64(n),
 		UDPPerDevice: udpPerDevice, ConnSimCPUMS: ms(connSimCPU) / float64(n), ConnRelayCPUMS: ms(connRelayCPU) / float64(n), Devices: n, Relays: r, Rounds: len(times), Incomplete: failed, ConnectS: connect.Seconds(),
 		P50MS: ms(pct(times, 50)), P99MS: ms(pct(times, 99)), MinMS: ms(times[0]), MaxMS: ms(times[len(times)-1]),
 		RelayRSSMiB: float64(rss1) / 1024, RelayKiBPerDevice: float64(rss1-rss0) / float64(n)}
-	if storm != "" {
+	if storm != "" && (left(time.Hour) <= 0 || sigctx.Err() != nil) {
+		cut += "; the storm left out (-deadline passed, or a signal)"
+	} else if storm != "" {
 		// term: a restart (SIGTERM: the relays close their devices'
 		// connections, which come back at once, with jitter); kill: a
 		// crash (SIGKILL: devices notice at their idle timeout).
@@ -173,20 +224,22 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		if err != nil {
 			return fmt.Errorf("restart relays: %w", err)
 		}
+		watcher.add("relays", child.Process.Pid)
 		fmt.Fprintf(os.Stderr, "fleetsim: storm: relays listening and linked after %s\n", round(time.Since(restart)))
-		sctx, scancel := context.WithTimeout(ctx, 5*time.Minute)
+		sctx, scancel := context.WithTimeout(sigctx, max(left(5*time.Minute), 10*time.Second))
 		err = waitBack(sctx, f, n, restart)
 		scancel()
 		if err != nil {
-			return err
+			return failedRun("storm", n, r, f.ReconnectedSince(restart), err, f, asJSON)
 		}
 		back := time.Since(restart)
-		d, err := ping(ctx, m.Socket, "sim-*", n)
+		d, err := ping(sigctx, m.Socket, "sim-*", n)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "fleetsim: ping after the storm: %v\n", err)
 		}
 		rep.Storm, rep.StormS, rep.StormPingMS = storm, back.Seconds(), ms(d)
 	}
+	rep.Cut = strings.TrimPrefix(cut, "; ")
 	if asJSON {
 		b, _ := json.Marshal(rep)
 		fmt.Println(string(b))
@@ -213,8 +266,11 @@ func waitBack(ctx context.Context, f *fleet.Fleet, n int, t time.Time) error {
 		case <-tick.C:
 		}
 		if time.Since(last) >= 2*time.Second {
+			if err := overMemory(); err != nil {
+				return err
+			}
 			last = time.Now()
-			fmt.Fprintf(os.Stderr, "fleetsim: storm: %d of %d devices back after %s%s\n", f.ReconnectedSince(t), n, round(time.Since(t)), topErrors(f))
+			fmt.Fprintf(os.Stderr, "fleetsim: storm: %d of %d devices back after %s%s%s\n", f.ReconnectedSince(t), n, round(time.Since(t)), topErrors(f), watchLine())
 		}
 	}
 	return nil
@@ -363,20 +419,89 @@ func relayChild(master, root, listen string, r, per, admit int) error {
 	return rs.Stop()
 }
 
-// waitConnected is fleet.WaitConnected that reports progress every 10 s.
+// waitConnected is fleet.WaitConnected that reports progress every 10 s
+// and gives up once no more devices have connected for -stall.
 func waitConnected(ctx context.Context, f *fleet.Fleet, n int, start time.Time) error {
 	tick := time.NewTicker(10 * time.Second)
 	defer tick.Stop()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	done := make(chan error, 1)
 	go func() { done <- f.WaitConnected(ctx, n) }()
+	most := 0
+	type point struct {
+		t time.Time
+		c int
+	}
+	hist := []point{{time.Now(), 0}}
 	for {
 		select {
 		case err := <-done:
+			if c := context.Cause(ctx); c != nil && err != nil {
+				return fmt.Errorf("%w (%w)", err, c)
+			}
 			return err
 		case <-tick.C:
-			fmt.Fprintf(os.Stderr, "fleetsim: %d of %d devices connected after %s%s\n", f.Connected(), n, round(time.Since(start)), topErrors(f))
+			c := f.Connected()
+			most = max(most, c)
+			fmt.Fprintf(os.Stderr, "fleetsim: %d of %d devices connected after %s (most %d)%s%s\n", c, n, round(time.Since(start)), most, topErrors(f), watchLine())
+			// Stalled: fewer than 1 % of the devices more than -stall ago.
+			hist = append(hist, point{time.Now(), c})
+			for len(hist) > 1 && time.Since(hist[1].t) >= *stall {
+				hist = hist[1:]
+			}
+			if old := hist[0]; *stall > 0 && time.Since(old.t) >= *stall && c-old.c < max(n/100, 1) {
+				cancel(fmt.Errorf("stalled: %d connected, %d %s before (most %d)", c, old.c, round(time.Since(old.t)), most))
+			}
+			if err := overMemory(); err != nil {
+				cancel(err)
+			}
 		}
 	}
+}
+
+// overMemory is an error once the watched processes' RSS add up to more
+// than -max-rss.
+func overMemory() error {
+	if watcher == nil || *maxRSS <= 0 {
+		return nil
+	}
+	total := 0.0
+	for _, v := range watcher.rss() {
+		total += v
+	}
+	if total > float64(*maxRSS) {
+		return fmt.Errorf("memory: the processes' RSS add up to %.0f MiB, over -max-rss %d MiB", total, *maxRSS)
+	}
+	return nil
+}
+
+// watchLine is the watcher's sample for a progress line ("" without one).
+func watchLine() string {
+	if watcher == nil {
+		return ""
+	}
+	return watcher.sample().String()
+}
+
+// failedRun reports a measurement that could not finish: how far it got
+// (reached devices of n, at which stage) and what saturated, as a JSON
+// line with asJSON (so that make bench can show it) and on stderr; it
+// returns the error.
+func failedRun(stage string, n, r, reached int, err error, f *fleet.Fleet, asJSON bool) error {
+	var sat saturation
+	why := ""
+	if watcher != nil {
+		sat = watcher.sample()
+		why = sat.verdict()
+	}
+	fmt.Fprintf(os.Stderr, "fleetsim: %s: %d of %d devices after %.0f s: %v\n  saturated: %s%s\n", stage, reached, n, sat.ElapsedS, err, why, sat)
+	if asJSON {
+		b, _ := json.Marshal(map[string]any{"devices": n, "relays": r, "failed": stage, "reached": reached,
+			"error": err.Error(), "saturated": why, "sample": sat, "errors": f.Errors()})
+		fmt.Println(string(b))
+	}
+	return fmt.Errorf("%s: %d of %d devices: %w", stage, reached, n, err)
 }
 
 // topErrors tells the commonest reasons sessions failed since it was
