@@ -82,6 +82,30 @@ func fetchSources(ctx context.Context, c *Call, ch state.Chunk, urls []string) (
 	return out, ""
 }
 
+// The master's limits on the salt:// bytes a job carries inline
+// (master/fileserver: MaxFileBytes, MaxJobBytes), for messages.
+const (
+	inlineFileLimit = "1 MiB"
+	inlineJobLimit  = "3 MiB"
+)
+
+// tooLargeFiles reads the chunk's "__files_too_large__": the salt://
+// files the master found but could neither inline nor offer by manifest.
+func tooLargeFiles(c state.Chunk) map[string]bool {
+	out := map[string]bool{}
+	for _, u := range strList(c["__files_too_large__"]) {
+		out[u] = true
+	}
+	return out
+}
+
+// tooLargeComment is the state's comment for a file in
+// "__files_too_large__".
+func tooLargeComment(u string) string {
+	return "Source file " + u + " is too large to come with the job (" + inlineFileLimit + " a file, " + inlineJobLimit +
+		" a job) and the master does not offer it by chunks (a file rendered with a template cannot be: it is made for each device)"
+}
+
 // cachedWhole reports whether p holds the file m names (its size; the
 // bytes are checked against the sha256 by the state, which fetches again
 // on a mismatch by failing: the cache file is removed then).
