@@ -199,3 +199,48 @@ func TestStateBigFileTamperingRelay(t *testing.T) {
 		t.Errorf("%s exists (%v): the altered file was written", dests["d1"], err)
 	}
 }
+
+// TestStateRecurseBigFile: file.recurse of a directory holding a 3 MiB file
+// (three times what a job carries inline) and small files, through a
+// relay: the small files come inline, the big one by manifest and chunks,
+// and every file arrives byte-exact.
+func TestStateRecurseBigFile(t *testing.T) {
+	big := make([]byte, 3<<20)
+	rand.Read(big)
+	small := map[string]string{"a.txt": "alpha\n", "sub/b.conf": "beta = 1\n", "sub/deeper/c": "gamma\n"}
+	tree := map[string]string{
+		"site.sls": "site:\n  file.recurse:\n    - name: {{ grains['dest'] }}\n    - source: salt://site\n",
+	}
+	for p, s := range small {
+		tree["site/"+p] = s
+	}
+	roots := writeFileRoots(t, tree)
+	dir := strings.TrimSpace(roots[strings.LastIndex(roots, "- ")+2:])
+	if err := os.WriteFile(filepath.Join(dir, "site", "big.bin"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := newCluster(t, relayAllow+roots)
+	port := c.masterAndRelay("r1")
+	dest := filepath.Join(c.root, "d1", "site")
+	c.startBehind("d1", port, "grains:\n  dest: "+dest+"\n")
+	c.waitPending(1)
+	c.acceptAll("r1", "d1")
+
+	r := c.cli("halite", "-t", "60", "d1", "state.sls", "site")
+	if r.code != 0 || !strings.Contains(r.stdout, "Succeeded: 1") {
+		t.Fatalf("state.sls site: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	got, err := os.ReadFile(filepath.Join(dest, "big.bin"))
+	if err != nil || !bytes.Equal(got, big) {
+		t.Errorf("big.bin: %d bytes (%v), want the %d bytes of salt://site/big.bin", len(got), err, len(big))
+	}
+	for p, s := range small {
+		if got, err := os.ReadFile(filepath.Join(dest, filepath.FromSlash(p))); err != nil || string(got) != s {
+			t.Errorf("%s: %q (%v), want %q", p, got, err, s)
+		}
+	}
+	r = c.cli("halite", "-t", "60", "d1", "state.sls", "site")
+	if r.code != 0 || !strings.Contains(r.stdout, "is in the correct state") {
+		t.Errorf("state.sls site again: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
