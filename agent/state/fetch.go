@@ -21,7 +21,9 @@ import (
 // manifest is part of the signed job, so what is fetched is what the
 // master meant, whoever carries the chunks.
 
-// FetchHost is a Host that can fetch files by manifest (the running agent).
+// FetchHost is a Host that can fetch files by manifest (the running
+// agent; halite-call through it). A nil Fetcher: not now (a masterless
+// halite-call).
 type FetchHost interface {
 	Fetcher() blob.Fetcher
 }
@@ -42,8 +44,9 @@ func fetchSources(ctx context.Context, c *Call, ch state.Chunk, urls []string) (
 		return ch, ""
 	}
 	fh, ok := c.Host.(FetchHost)
-	if !ok || c.Host == nil {
-		return nil, "Source file " + todo[0] + " is too large to come with the job, and this host cannot fetch it from the master"
+	if !ok || c.Host == nil || fh.Fetcher() == nil {
+		return nil, "Source file " + todo[0] + " is too large to come with the job (" + inlineFileLimit + " a file, " + inlineJobLimit +
+			" a job), and this host cannot fetch it from the master"
 	}
 	out := make(state.Chunk, len(ch))
 	for k, v := range ch {
@@ -103,7 +106,7 @@ func tooLargeFiles(c state.Chunk) map[string]bool {
 // "__files_too_large__".
 func tooLargeComment(u string) string {
 	return "Source file " + u + " is too large to come with the job (" + inlineFileLimit + " a file, " + inlineJobLimit +
-		" a job) and the master does not offer it by chunks (a file rendered with a template cannot be: it is made for each device)"
+		" a job) and cannot come by chunks (a file rendered with a template is made for each device; a masterless run has no master to fetch from)"
 }
 
 // cachedWhole reports whether p holds the file m names (its size; the

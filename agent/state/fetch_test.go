@@ -108,7 +108,7 @@ func TestRecurseByManifest(t *testing.T) {
 		want string
 	}{
 		{"no fetcher", newHost(t), args,
-			"Source file salt://site/big/blob.bin is too large to come with the job, and this host cannot fetch it from the master"},
+			"Source file salt://site/big/blob.bin is too large to come with the job (1 MiB a file, 3 MiB a job), and this host cannot fetch it from the master"},
 		{"tampering", &chunkHost{Host: newHost(t), chunks: h.chunks, tamper: true}, args,
 			"Unable to fetch salt://site/big/blob.bin from the master: fetch "},
 		{"not served", newChunkHost(t), args,
@@ -165,7 +165,7 @@ func TestCmdScriptByManifest(t *testing.T) {
 		t.Fatalf("cmd.script by manifest: %v %q %v", r.Result.Value(), r.Comment, r.Changes)
 	}
 	r = apply(t, newSysHost(t), "cmd.script", "salt://scripts/big.sh", false, map[string]any{"__files__": fs})
-	if r.Result != state.False || r.Changes["cache_error"] != true || !strings.Contains(r.Comment, "salt://scripts/big.sh is too large to come with the job") {
+	if r.Result != state.False || r.Changes["cache_error"] != true || !strings.Contains(r.Comment, "salt://scripts/big.sh is too large to come with the job (1 MiB a file") {
 		t.Errorf("no fetcher: %v %q %v", r.Result.Value(), r.Comment, r.Changes)
 	}
 	r = apply(t, h, "cmd.script", "run", false, map[string]any{"source": "salt://t.sh", "__files_too_large__": []any{"salt://t.sh"}})
@@ -193,7 +193,7 @@ func TestArchiveByManifest(t *testing.T) {
 		t.Error("app/data differs from the archive's")
 	}
 	r = apply(t, newHost(t), "archive.extracted", filepath.Join(t.TempDir(), "o"), false, args)
-	if r.Result != state.False || !strings.Contains(r.Comment, "salt://app.tar.gz is too large to come with the job") {
+	if r.Result != state.False || !strings.Contains(r.Comment, "salt://app.tar.gz is too large to come with the job (1 MiB a file") {
 		t.Errorf("no fetcher: %v %q", r.Result.Value(), r.Comment)
 	}
 }
