@@ -24,7 +24,10 @@ type LocalRequest struct {
 	// Op is "event.send" (to the master), "event.fire" (local bus only),
 	// "call", "state.get" (the master's compile of Fun for this device:
 	// Return is the verified job's jid, fun, arg and kwarg) or "return"
-	// (Data: halite-call's return of a state.get job, to the master).
+	// (Data: halite-call's return of a state.get job, to the master) or
+	// "blob.fetch" (Data: {"sha256": hex} of a file whose manifest was in
+	// a state.get job: fetched by chunks into the state cache; Return is
+	// its path).
 	Op   string         `cbor:"op"`
 	Tag  string         `cbor:"tag,omitempty"`
 	Data map[string]any `cbor:"data,omitempty"`
@@ -47,6 +50,9 @@ type LocalResponse struct {
 // localMaxFrame bounds a frame on the socket: a compiled state job and
 // some room.
 const localMaxFrame = protocol.DefaultMaxFrame + 64<<10
+
+// callFetchTimeout bounds a "blob.fetch" for halite-call.
+const callFetchTimeout = 30 * time.Minute
 
 // maxLocalConns bounds the requests served at once.
 const maxLocalConns = 8
@@ -116,6 +122,19 @@ func (a *Agent) handleLocal(ctx context.Context, c net.Conn) {
 				resp.Error = err.Error()
 			} else {
 				resp.OK, resp.Return = true, ret
+			}
+		case "blob.fetch":
+			// A salt:// file of a job handed to halite-call, too large
+			// for the job: fetched by chunks into the state cache.
+			c.SetDeadline(time.Now().Add(callFetchTimeout + 5*time.Second))
+			sum, _ := req.Data["sha256"].(string)
+			fctx, cancel := context.WithTimeout(ctx, callFetchTimeout)
+			p, err := a.callFetch(fctx, sum)
+			cancel()
+			if err != nil {
+				resp.Error = err.Error()
+			} else {
+				resp.OK, resp.Return = true, p
 			}
 		case "return":
 			if err := a.stateReturn(req.Data); err != nil {

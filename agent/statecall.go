@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -40,6 +42,84 @@ type stateCallState struct {
 	waiting map[uint64]chan *protocol.StateJob
 	jobs    map[string]*outbox // jid -> the outbox its return goes to
 	order   []string           // of jobs, oldest first
+	// The manifests of the salt:// files in the jobs handed to
+	// halite-call (by hex SHA-256, oldest first in mfOrder): the files
+	// it may ask the agent to fetch (local op "blob.fetch").
+	manifests map[string]protocol.Manifest
+	mfOrder   []string
+}
+
+// maxCallManifests bounds the manifests kept for halite-call.
+const maxCallManifests = 1024
+
+// noteManifests records the manifests of the salt:// files in a
+// verified state job's chunks ("__files__" entries with a "manifest").
+func (a *Agent) noteManifests(kwarg map[string]any) {
+	var walk func(v any, depth int)
+	walk = func(v any, depth int) {
+		if depth > 8 {
+			return
+		}
+		switch x := v.(type) {
+		case []any:
+			for _, e := range x {
+				walk(e, depth+1)
+			}
+		case map[string]any:
+			files, _ := x["__files__"].(map[string]any)
+			for _, e := range files {
+				ent, _ := e.(map[string]any)
+				if ent["manifest"] == nil {
+					continue
+				}
+				m, err := protocol.ManifestFromAny(ent["manifest"])
+				if err != nil || m.Validate() != nil {
+					continue
+				}
+				k := hex.EncodeToString(m.SHA256)
+				a.stcall.mu.Lock()
+				if a.stcall.manifests == nil {
+					a.stcall.manifests = make(map[string]protocol.Manifest)
+				}
+				if _, ok := a.stcall.manifests[k]; !ok {
+					a.stcall.manifests[k] = m
+					a.stcall.mfOrder = append(a.stcall.mfOrder, k)
+					for len(a.stcall.mfOrder) > maxCallManifests {
+						delete(a.stcall.manifests, a.stcall.mfOrder[0])
+						a.stcall.mfOrder = a.stcall.mfOrder[1:]
+					}
+				}
+				a.stcall.mu.Unlock()
+			}
+			if x["__files__"] == nil {
+				for _, e := range x {
+					walk(e, depth+1)
+				}
+			}
+		}
+	}
+	walk(kwarg, 0)
+}
+
+// callFetch fetches, for halite-call, the file of hex SHA-256 sum named
+// by a manifest of a job the agent handed it, into the state cache
+// (agent/state/fetch.go's place for it), and returns its path.
+func (a *Agent) callFetch(ctx context.Context, sum string) (string, error) {
+	a.stcall.mu.Lock()
+	m, ok := a.stcall.manifests[sum]
+	a.stcall.mu.Unlock()
+	if !ok {
+		return "", fmt.Errorf("no job this agent handed to halite-call names a file of sha256 %q", sum)
+	}
+	dir := filepath.Join(stateCacheDir(a.cfg.CacheDir), "files")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, sum)
+	if err := a.Fetcher().Fetch(ctx, m, p); err != nil {
+		return "", err
+	}
+	return p, nil
 }
 
 // stateReply hands a StateJob to the request waiting for it.
@@ -134,6 +214,7 @@ func (a *Agent) stateGet(ctx context.Context, fun string, args []any, kwargs map
 		a.stcall.order = a.stcall.order[1:]
 	}
 	a.stcall.mu.Unlock()
+	a.noteManifests(b.Kwarg)
 	arg := b.Arg
 	if arg == nil {
 		arg = []any{}

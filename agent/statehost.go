@@ -2,15 +2,19 @@ package agent
 
 import (
 	"context"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/halite-fleet/halite/agent/blob"
 	"github.com/halite-fleet/halite/agent/exec"
 	"github.com/halite-fleet/halite/agent/grains"
 	"github.com/halite-fleet/halite/agent/state"
 	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/protocol"
 )
 
 // The agent is the state system's host (agent/state.Host): state modules
@@ -79,12 +83,50 @@ type CallHost struct {
 	grains *grains.Store
 	opts   map[string]any
 	ex     *exec.Executor
+	fetch  bool // FetchThroughAgent
 }
 
 // NewCallHost makes halite-call's host; give it the executor with
 // SetExecutor (the executor is made with the host).
 func NewCallHost(cfg *config.Agent, g *grains.Store, opts map[string]any) *CallHost {
 	return &CallHost{cfg: cfg, grains: g, opts: opts}
+}
+
+// FetchThroughAgent makes the host fetch the salt:// files too large for
+// the job (their manifests in a job the master compiled for halite-call)
+// through the running agent (local op "blob.fetch"), which fetches them
+// from its master.
+func (h *CallHost) FetchThroughAgent() { h.fetch = true }
+
+// Fetcher is the running agent's fetch, after FetchThroughAgent; nil
+// otherwise (a masterless call has no master to fetch from).
+func (h *CallHost) Fetcher() blob.Fetcher {
+	if !h.fetch {
+		return nil
+	}
+	return callFetcher{socket: h.cfg.SocketPath()}
+}
+
+// callFetcher asks the running agent to fetch a file by its manifest.
+type callFetcher struct{ socket string }
+
+func (f callFetcher) Fetch(ctx context.Context, m protocol.Manifest, dst string) error {
+	sum := hex.EncodeToString(m.SHA256)
+	resp, err := LocalCallWithin(ctx, f.socket, &LocalRequest{Op: "blob.fetch", Data: map[string]any{"sha256": sum}}, callFetchTimeout+10*time.Second)
+	if err != nil {
+		return err
+	}
+	if !resp.OK {
+		return errors.New(resp.Error)
+	}
+	p, _ := resp.Return.(string)
+	if p == "" {
+		return errors.New("the agent did not say where it put the file")
+	}
+	if p != dst {
+		return os.Rename(p, dst)
+	}
+	return nil
 }
 
 // SetExecutor sets the executor Exec runs functions with.

@@ -162,7 +162,7 @@ func agentOptions() map[string]*option[Agent] {
 		optStr("master_finger", func(a *A) *string { return &a.MasterFinger }, "fingerprint of the master's key, pinned"),
 		optStr("relay_finger", func(a *A) *string { return &a.RelayFinger }, "fingerprint of the relay's key, for a device behind one"),
 		optOneOf("master_type", func(a *A) *string { return &a.MasterType }, []string{"str", "failover", "disable"}, "str: every master at once; failover: one at a time; disable: masterless"),
-		optCount("master_alive_interval", func(a *A) *int { return &a.MasterAliveInterval }, "seconds between checks that the master is alive; 0: off"),
+		optCount("master_alive_interval", func(a *A) *int { return &a.MasterAliveInterval }, "seconds between checks that the master is alive; 0: off (a relay's link to the master ends after twice this of silence)"),
 		optBool("master_failback", func(a *A) *bool { return &a.MasterFailback }, "go back to the first master when it returns (failover)"),
 		optCount("master_failback_interval", func(a *A) *int { return &a.MasterFailbackInterval }, "seconds between checks of the first master (failover)"),
 		optCount("random_reauth_delay", func(a *A) *int { return &a.RandomReauthDelay }, "most seconds of random wait before reconnecting"),

@@ -168,3 +168,29 @@ func TestReactorStateApply(t *testing.T) {
 		t.Errorf("no state.apply job of user Reactor for cam1 in %v", jobs)
 	}
 }
+
+// TestCallStateApplyBigFile: halite-call state.sls of a file.managed
+// whose salt:// file (3 MiB) is too large for the job, on a device behind
+// a relay: the job carries its manifest, halite-call asks the running
+// agent to fetch it (local op blob.fetch, only for a manifest of a job it
+// handed out), the agent fetches the chunks from its master through the
+// relay, and the file arrives byte-exact.
+func TestCallStateApplyBigFile(t *testing.T) {
+	roots, data := bigFileRootsN(t, 3<<20)
+	c := newCluster(t, roots+relayAllow)
+	port := c.masterAndRelay("r1")
+	dests := c.devicesWithDest(port, "d1")
+	c.waitPending(1)
+	c.acceptAll("d1")
+	c.waitUp("d1")
+
+	r := runCmd(t, "halite-call", "-c", c.agentDir("d1"), "state.sls", "big")
+	if r.code != 0 || !strings.Contains(r.stdout, "Succeeded: 1 (changed=1)") {
+		t.Fatalf("halite-call state.sls big: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	checkFile(t, dests["d1"], data)
+	r = runCmd(t, "halite-call", "-c", c.agentDir("d1"), "state.sls", "big")
+	if r.code != 0 || !strings.Contains(r.stdout, "is in the correct state") {
+		t.Errorf("halite-call state.sls big again: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/quic-go/quic-go"
 	"go.uber.org/zap"
 
 	"github.com/halite-fleet/halite/protocol"
@@ -149,15 +150,41 @@ func (r *Relay) chunk(ctx context.Context, d *device, k [32]byte) ([]byte, error
 	return call.data, call.err
 }
 
-// fetchUp asks the master for chunk k on d's session and checks it.
+// fetchUp asks the master for chunk k on d's session and checks it. While
+// the link is down, or when it ends before the answer, it waits for d's
+// session to be back upstream and asks again, within blobUpTimeout: a WAN
+// that drops costs the device's fetch the outage, not a failed ask and
+// its backoff, and the chunks already cached are not fetched again.
 func (r *Relay) fetchUp(ctx context.Context, d *device, k [32]byte) ([]byte, error) {
-	d.mu.Lock()
-	up := d.up
-	d.mu.Unlock()
-	l := r.link.Load()
-	if up == nil || l == nil {
-		return nil, errNoUpstream
+	deadline := time.NewTimer(blobUpTimeout)
+	defer deadline.Stop()
+	for {
+		up, us, ready := d.upstream()
+		if up == nil {
+			select {
+			case <-ready:
+				continue
+			case <-deadline.C:
+				return nil, errNoUpstream
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		data, err := r.askUp(ctx, d, up, us, k, deadline.C)
+		if errors.Is(err, errUpGone) {
+			d.detach(up) // if the sender's failure has not yet
+			continue
+		}
+		return data, err
 	}
+}
+
+// errUpGone: the device's stream on the link ended before the answer.
+var errUpGone = errors.New("the device's session upstream ended")
+
+// askUp sends one BlobGet for k on the device's stream up and waits for
+// the answer.
+func (r *Relay) askUp(ctx context.Context, d *device, up *sender, us *quic.Stream, k [32]byte, deadline <-chan time.Time) ([]byte, error) {
 	c := r.chunks
 	ch := make(chan *protocol.BlobData, 1)
 	c.mu.Lock()
@@ -175,10 +202,8 @@ func (r *Relay) fetchUp(ctx context.Context, d *device, k [32]byte) ([]byte, err
 		return nil, err
 	}
 	if !up.send(protocol.AppendFrame(nil, b)) {
-		return nil, errNoUpstream
+		return nil, errUpGone
 	}
-	t := time.NewTimer(blobUpTimeout)
-	defer t.Stop()
 	select {
 	case ans := <-ch:
 		if ans.Err != "" {
@@ -191,10 +216,11 @@ func (r *Relay) fetchUp(ctx context.Context, d *device, k [32]byte) ([]byte, err
 		c.misses.Add(1)
 		c.upBytes.Add(uint64(len(ans.Data)))
 		return ans.Data, nil
-	case <-t.C:
+	case <-deadline:
 		return nil, fmt.Errorf("no chunk from the master within %s", blobUpTimeout)
-	case <-l.conn.Context().Done():
-		return nil, errNoUpstream
+	case <-us.Context().Done():
+		// The stream's write side ends with it, and with the link.
+		return nil, errUpGone
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

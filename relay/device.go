@@ -52,6 +52,9 @@ type device struct {
 	up       *sender // its stream on the link; nil while the link is down
 	upStream *quic.Stream
 	batch    *batcher // the link's, while up is set, if the master takes batches
+	// upReady, if not nil, is closed when up is set next (a chunk fetch
+	// waits on it for the link to come back).
+	upReady chan struct{}
 
 	// under the store's lock
 	pending []*item
@@ -142,6 +145,20 @@ func (d *device) sendWithAck(wire []byte) bool {
 	d.acked = d.toAck
 	d.ackSince.Store(0)
 	return d.down.send(out)
+}
+
+// upstream returns the device's stream on the link, or, while it has
+// none, a channel closed when it gets one.
+func (d *device) upstream() (*sender, *quic.Stream, <-chan struct{}) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.up != nil {
+		return d.up, d.upStream, nil
+	}
+	if d.upReady == nil {
+		d.upReady = make(chan struct{})
+	}
+	return nil, nil, d.upReady
 }
 
 // detach forgets up as the device's upstream, if it still is.

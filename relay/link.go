@@ -72,10 +72,24 @@ func (r *Relay) linkLoop(ctx context.Context) error {
 	}
 }
 
+// upstreamQUICConfig is the QUIC configuration of the link to the master.
+// With master_alive_interval set, as on an agent (agent/session.go), a
+// silent master (a WAN that drops) ends the link after twice that, not
+// QUIC's default idle timeout: the relay reconnects, and the devices'
+// chunk fetches, asked again, resume from its cache.
+func (r *Relay) upstreamQUICConfig() *quic.Config {
+	qc := protocol.QUICConfig()
+	if d := 2 * time.Duration(r.o.Config.MasterAliveInterval) * time.Second; d > 0 && d < qc.MaxIdleTimeout {
+		qc.MaxIdleTimeout = d
+		qc.KeepAlivePeriod = d / 2
+	}
+	return qc
+}
+
 // runLink runs one upstream connection until it ends.
 func (r *Relay) runLink(ctx context.Context, addr string) error {
 	dctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
-	conn, err := quic.DialAddr(dctx, addr, r.o.Identity.ClientTLS(r.pinMaster), protocol.QUICConfig())
+	conn, err := quic.DialAddr(dctx, addr, r.o.Identity.ClientTLS(r.pinMaster), r.upstreamQUICConfig())
 	cancel()
 	if err != nil {
 		return fmt.Errorf("dial master %s: %w", addr, err)
@@ -447,6 +461,10 @@ func (r *Relay) attach(ctx context.Context, l *link, d *device, s *quic.Stream, 
 		}
 	}
 	d.up, d.upStream, d.batch = up, s, l.batch
+	if d.upReady != nil {
+		close(d.upReady)
+		d.upReady = nil
+	}
 	d.mu.Unlock()
 	r.wg.Add(1)
 	go func() {

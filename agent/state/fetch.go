@@ -21,7 +21,9 @@ import (
 // manifest is part of the signed job, so what is fetched is what the
 // master meant, whoever carries the chunks.
 
-// FetchHost is a Host that can fetch files by manifest (the running agent).
+// FetchHost is a Host that can fetch files by manifest (the running
+// agent; halite-call through it). A nil Fetcher: not now (a masterless
+// halite-call).
 type FetchHost interface {
 	Fetcher() blob.Fetcher
 }
@@ -42,8 +44,9 @@ func fetchSources(ctx context.Context, c *Call, ch state.Chunk, urls []string) (
 		return ch, ""
 	}
 	fh, ok := c.Host.(FetchHost)
-	if !ok || c.Host == nil {
-		return nil, "Source file " + todo[0] + " is too large to come with the job, and this host cannot fetch it from the master"
+	if !ok || c.Host == nil || fh.Fetcher() == nil {
+		return nil, "Source file " + todo[0] + " is too large to come with the job (" + inlineFileLimit + " a file, " + inlineJobLimit +
+			" a job), and this host cannot fetch it from the master"
 	}
 	out := make(state.Chunk, len(ch))
 	for k, v := range ch {
@@ -80,6 +83,30 @@ func fetchSources(ctx context.Context, c *Call, ch state.Chunk, urls []string) (
 		nf[u] = map[string]any{"data": b, "sha256": hex.EncodeToString(m.SHA256)}
 	}
 	return out, ""
+}
+
+// The master's limits on the salt:// bytes a job carries inline
+// (master/fileserver: MaxFileBytes, MaxJobBytes), for messages.
+const (
+	inlineFileLimit = "1 MiB"
+	inlineJobLimit  = "3 MiB"
+)
+
+// tooLargeFiles reads the chunk's "__files_too_large__": the salt://
+// files the master found but could neither inline nor offer by manifest.
+func tooLargeFiles(c state.Chunk) map[string]bool {
+	out := map[string]bool{}
+	for _, u := range strList(c["__files_too_large__"]) {
+		out[u] = true
+	}
+	return out
+}
+
+// tooLargeComment is the state's comment for a file in
+// "__files_too_large__".
+func tooLargeComment(u string) string {
+	return "Source file " + u + " is too large to come with the job (" + inlineFileLimit + " a file, " + inlineJobLimit +
+		" a job) and cannot come by chunks (a file rendered with a template is made for each device; a masterless run has no master to fetch from)"
 }
 
 // cachedWhole reports whether p holds the file m names (its size; the

@@ -260,14 +260,35 @@ func cmdScript(ctx context.Context, c *Call) state.Ret {
 	if c.Test {
 		return cmdRunLine(ctx, c, k, "", "Command '%s' would have been executed", "")
 	}
-	data, found, err := cmdSource(c.Chunk, source)
+	cacheError := func(comment string) state.Ret {
+		return state.Ret{Name: name, Result: state.False, Comment: comment,
+			Changes: map[string]any{"pid": 0, "retcode": 1, "stdout": "", "stderr": "", "cache_error": true}}
+	}
+	ch := c.Chunk
+	if strings.HasPrefix(source, "salt://") {
+		// A script too large for the job comes by manifest (fetch.go).
+		urls := []string{source}
+		if i := strings.IndexByte(source, '?'); i > 0 {
+			urls = append(urls, source[:i])
+		}
+		tooLarge := tooLargeFiles(ch)
+		for _, u := range urls {
+			if tooLarge[u] {
+				return cacheError(tooLargeComment(u))
+			}
+		}
+		fetched, msg := fetchSources(ctx, c, ch, urls)
+		if msg != "" {
+			return cacheError(msg)
+		}
+		ch = fetched
+	}
+	data, found, err := cmdSource(ch, source)
 	if err != nil {
 		return sysFail(name, "%v", err)
 	}
 	if !found {
-		return state.Ret{Name: name, Result: state.False,
-			Comment: fmt.Sprintf("Unable to cache script %s from saltenv '%s'", source, cmdEnv(c.Chunk)),
-			Changes: map[string]any{"pid": 0, "retcode": 1, "stdout": "", "stderr": "", "cache_error": true}}
+		return cacheError(fmt.Sprintf("Unable to cache script %s from saltenv '%s'", source, cmdEnv(c.Chunk)))
 	}
 	cwd, _, _ := k.str("cwd")
 	dir := cwd

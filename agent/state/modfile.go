@@ -39,6 +39,7 @@ type managedSource struct {
 // file://. It returns Salt's comment on failure.
 func resolveSource(c state.Chunk, src any, sourceHash string) (managedSource, string) {
 	files, missing := inlinedFiles(c)
+	tooLarge := tooLargeFiles(c)
 	env := chunkEnv(c)
 	type cand struct{ url, hash string }
 	var cands []cand
@@ -68,7 +69,7 @@ func resolveSource(c state.Chunk, src any, sourceHash string) (managedSource, st
 	}
 	pick := -1
 	for i, cd := range cands {
-		if present(cd.url, files, missing) {
+		if present(cd.url, files, missing) || tooLarge[cd.url] {
 			pick = i
 			break
 		}
@@ -84,6 +85,9 @@ func resolveSource(c state.Chunk, src any, sourceHash string) (managedSource, st
 	switch {
 	case strings.HasPrefix(cd.url, "salt://"):
 		f, ok := files[cd.url]
+		if !ok && tooLarge[cd.url] {
+			return managedSource{}, tooLargeComment(cd.url)
+		}
 		if !ok {
 			p, e := saltURL(cd.url)
 			if e == "" {

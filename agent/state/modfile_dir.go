@@ -580,7 +580,7 @@ func fileRecurse(ctx context.Context, c *Call) state.Ret {
 	if len(sources) == 0 {
 		return failS(ret, "Invalid source '' (must be a salt:// URI)")
 	}
-	files, _ := inlinedFiles(ch)
+	files := recurseFiles(ch)
 	dirs := strList(ch["__dirs__"])
 	env := chunkEnv(ch)
 	// source_list over directories: the first source the master has.
@@ -723,10 +723,16 @@ func fileRecurse(ctx context.Context, c *Call) state.Ret {
 			merge(f.dest, state.Ret{Result: state.True, Changes: map[string]any{"diff": "Replaced directory with a new file"}})
 		}
 		sub := state.Chunk{
-			"source":    f.url,
-			"makedirs":  true,
-			"__env__":   env,
-			"__files__": map[string]any{f.url: ch["__files__"].(map[string]any)[f.url]},
+			"source":   f.url,
+			"makedirs": true,
+			"__env__":  env,
+		}
+		// The file as the master sent it: inline, by manifest (fetched
+		// by file.managed), or too large for either.
+		if e, ok := files[f.url]; ok && e != nil {
+			sub["__files__"] = map[string]any{f.url: e}
+		} else {
+			sub["__files_too_large__"] = []any{f.url}
 		}
 		for _, k := range []string{"user", "group", "backup", "show_changes", "replace", "template"} {
 			if v, ok := ch[k]; ok {
@@ -767,9 +773,28 @@ func fileRecurse(ctx context.Context, c *Call) state.Ret {
 	return ret
 }
 
+// recurseFiles is every file the master sent for file.recurse, by URL:
+// its "__files__" entry (inline data, or a manifest to fetch), or nil for
+// one in "__files_too_large__" (file.managed of it fails, saying so).
+func recurseFiles(ch state.Chunk) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	m, _ := ch["__files__"].(map[string]any)
+	for u, v := range m {
+		if e, ok := v.(map[string]any); ok && (e["data"] != nil || e["manifest"] != nil) {
+			out[u] = e
+		}
+	}
+	for u := range tooLargeFiles(ch) {
+		if _, ok := out[u]; !ok {
+			out[u] = nil
+		}
+	}
+	return out
+}
+
 // hasDir says whether the master sent the source directory: a file under
 // it or the directory itself in "__dirs__".
-func hasDir(src string, files map[string]inlined, dirs []string) bool {
+func hasDir[F any](src string, files map[string]F, dirs []string) bool {
 	p, _ := saltURL(src)
 	p = strings.TrimSuffix(p, "/")
 	for _, d := range dirs {

@@ -207,6 +207,9 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		if jid, runArgs, runKwargs, err = compiledJob(ctx, cfg, o.fun, args, kwargs); err != nil {
 			return err
 		}
+		// salt:// files too large for the job come by chunks, fetched
+		// by the running agent from its master.
+		host.FetchThroughAgent()
 	}
 	res := ex.Run(ctx, exec.Request{JID: jid, Fun: o.fun, Args: runArgs, Kwargs: runKwargs})
 	if viaMaster && !truthy(opts["no_return_event"]) {

@@ -64,6 +64,14 @@ func (h *Hop) Cut(cut bool) { h.cut.Store(cut) }
 // that pile up past the sockets' buffers are lost.
 func (h *Hop) SetRate(bytesPerSecond int64) { h.rate.Store(bytesPerSecond) }
 
+// paceSlack is how far behind its schedule the pacer may fall and catch
+// up (a burst of that long at the rate): a sleep ends late, by up to a
+// millisecond or more on a loaded machine, and at megabytes a second a
+// datagram's turn is a fraction of that. Without the slack every
+// datagram's lateness is lost, and the rate achieved is a datagram per
+// sleep, whatever the rate set.
+const paceSlack = 20 * time.Millisecond
+
 // pace holds a datagram of n bytes until its turn under the rate.
 func (h *Hop) pace(n int) {
 	r := h.rate.Load()
@@ -72,13 +80,15 @@ func (h *Hop) pace(n int) {
 	}
 	h.paceMu.Lock()
 	now := time.Now()
-	if h.due.Before(now) {
-		h.due = now
+	if earliest := now.Add(-paceSlack); h.due.Before(earliest) {
+		h.due = earliest
 	}
 	h.due = h.due.Add(time.Duration(int64(n) * int64(time.Second) / r))
 	wait := h.due.Sub(now)
 	h.paceMu.Unlock()
-	time.Sleep(wait) // the link's pace, not a wait for a condition
+	if wait > 0 {
+		time.Sleep(wait) // the link's pace, not a wait for a condition
+	}
 }
 
 // Dropped is how many datagrams were dropped while cut.

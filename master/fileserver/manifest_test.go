@@ -60,3 +60,53 @@ func TestInlineManifest(t *testing.T) {
 		t.Errorf("indexed %v, want the two files that did not fit", indexed)
 	}
 }
+
+// TestInlineManifestOtherStates: file.recurse, cmd.script and
+// archive.extracted get a manifest for a file over the inline limit, as
+// file.managed does; file.recurse's small files stay inline beside it,
+// and a templated file.recurse's big file is too large (rendered per
+// device).
+func TestInlineManifestOtherStates(t *testing.T) {
+	big := strings.Repeat("b", 3<<20)
+	root := tree(t, map[string]string{"site/big.bin": big, "site/a.txt": "a", "site/sub/b.txt": "b", "run.sh": big, "app.tgz": big})
+	s := New(map[string][]string{"base": {root}})
+	s.Manifests = func(path string) (protocol.Manifest, error) {
+		f, err := os.Open(path)
+		if err != nil {
+			return protocol.Manifest{}, err
+		}
+		defer f.Close()
+		return protocol.NewManifest(f)
+	}
+	rec := chunk("file.recurse", "source", "salt://site")
+	recT := chunk("file.recurse", "source", "salt://site", "template", "jinja")
+	script := chunk("cmd.script", "name", "salt://run.sh arg")
+	arch := chunk("archive.extracted", "source", "salt://app.tgz")
+	render := func(_ string, src []byte, _ map[string]any) ([]byte, error) { return src, nil }
+	if err := s.Inline([]state.Chunk{rec, recT, script, arch}, "base", render); err != nil {
+		t.Fatal(err)
+	}
+	isManifest := func(c state.Chunk, u string) bool {
+		e, _ := c[KeyFiles].(map[string]any)[u].(map[string]any)
+		m, err := protocol.ManifestFromAny(e["manifest"])
+		return err == nil && m.Size == int64(len(big)) && e["data"] == nil && e["sha256"] == hexSum(big)
+	}
+	for _, tc := range []struct {
+		c state.Chunk
+		u string
+	}{{rec, CreateURL("site/big.bin", "base")}, {script, "salt://run.sh"}, {arch, "salt://app.tgz"}} {
+		if !isManifest(tc.c, tc.u) {
+			t.Errorf("%s.%s: %s is %v, want a manifest of %d bytes", tc.c.State(), tc.c.Fun(), tc.u, inlined(tc.c)[KeyFiles], len(big))
+		}
+	}
+	want := files(CreateURL("site/a.txt", "base"), "a", CreateURL("site/sub/b.txt", "base"), "b")
+	got := rec[KeyFiles].(map[string]any)
+	for u, e := range want {
+		if diff := cmp.Diff(e, got[u]); diff != "" {
+			t.Errorf("file.recurse %s (-want +got):\n%s", u, diff)
+		}
+	}
+	if diff := cmp.Diff([]string{CreateURL("site/big.bin", "base")}, recT[KeyTooLarge]); diff != "" {
+		t.Errorf("templated file.recurse too large (-want +got):\n%s", diff)
+	}
+}
