@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -186,7 +187,8 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer pc.Close() // the Transport does not close a conn it was given
 	tr := &quic.Transport{Conn: pc, StatelessResetKey: protocol.StatelessResetKey(r.o.Identity)}
 	defer tr.Close()
-	ln, err := tr.Listen(r.o.Identity.ServerTLS(), r.deviceQUICConfig())
+	tc := r.deviceTLS(time.Now())
+	ln, err := tr.Listen(tc, r.deviceQUICConfig())
 	if err != nil {
 		return fmt.Errorf("relay listen on %s: %w", addr, err)
 	}
@@ -201,6 +203,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	g.Go(func() error { return r.linkLoop(gctx) })
 	g.Go(func() error { return r.heartbeatLoop(gctx) })
 	g.Go(func() error { return r.ackLoop(gctx) })
+	g.Go(func() error { return r.ticketLoop(gctx, tc) })
 	if r.disc != nil {
 		g.Go(func() error { return r.disc.Run(gctx) })
 	}
@@ -220,6 +223,32 @@ func (r *Relay) Run(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// deviceTLS is the TLS configuration of the device listener: the
+// identity's, with session ticket keys derived from it
+// (protocol.Identity.TicketKeys), so that a device that comes back, also
+// after the relay restarted, resumes its TLS session instead of a full
+// handshake (see protocol/tickets.go for why that leaves identity bound).
+func (r *Relay) deviceTLS(now time.Time) *tls.Config {
+	tc := r.o.Identity.ServerTLS()
+	tc.SetSessionTicketKeys(r.o.Identity.TicketKeys(now))
+	return tc
+}
+
+// ticketLoop moves the device listener's ticket keys on to the next
+// period as it comes (protocol.TicketKeyPeriod), checking hourly.
+func (r *Relay) ticketLoop(ctx context.Context, tc *tls.Config) error {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			tc.SetSessionTicketKeys(r.o.Identity.TicketKeys(now))
+		}
+	}
 }
 
 // errBusy refuses a device's handshake over the relay's rate.
