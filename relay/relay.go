@@ -258,8 +258,7 @@ var errBusy = errors.New("relay: handshake rate reached")
 // Halite's, with the handshake rate (relay: admit) applied before the
 // handshake begins.
 func (r *Relay) deviceQUICConfig() *quic.Config {
-	qc := protocol.QUICConfig()
-	plain := protocol.QUICConfig()
+	qc, plain := deviceQUIC(), deviceQUIC()
 	qc.GetConfigForClient = func(*quic.ClientInfo) (*quic.Config, error) {
 		if !r.handshakes.take(time.Now()) {
 			r.refused.Add(1)
@@ -267,6 +266,33 @@ func (r *Relay) deviceQUICConfig() *quic.Config {
 		}
 		return plain, nil
 	}
+	return qc
+}
+
+// Flow control of what a device sends the relay. A device sends its Hello
+// (at most protocol.MaxHelloFrame), returns and events of a few hundred
+// bytes, and requests; quic-go's defaults (512 KiB a stream at first, 768
+// KiB a connection, growing to 6 and 15 MiB) are sized for bulk transfer.
+// Data a device sent that the relay has not read is held in the relay's
+// memory; the relay stops reading a device that is over its event_rate,
+// so the initial connection window is what each throttled device can
+// make it hold, and the maximum what a fast one can.
+const (
+	deviceStreamWindow    = 32 << 10
+	deviceMaxStreamWindow = 512 << 10
+	deviceConnWindow      = 48 << 10
+	deviceMaxConnWindow   = 768 << 10
+)
+
+// deviceQUIC is Halite's QUIC configuration with the device listener's
+// flow control, and one stream a connection: a device opens exactly one.
+func deviceQUIC() *quic.Config {
+	qc := protocol.QUICConfig()
+	qc.InitialStreamReceiveWindow = deviceStreamWindow
+	qc.MaxStreamReceiveWindow = deviceMaxStreamWindow
+	qc.InitialConnectionReceiveWindow = deviceConnWindow
+	qc.MaxConnectionReceiveWindow = deviceMaxConnWindow
+	qc.MaxIncomingStreams = 1
 	return qc
 }
 
