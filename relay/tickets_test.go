@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/quic-go/quic-go"
 
 	"github.com/halite-fleet/halite/protocol"
@@ -111,5 +112,86 @@ func TestRelayResumedHelloSigned(t *testing.T) {
 	// handshake: the master refuses it (the id's key is another).
 	if resumed, ans := helloAs(t, addr, other, other, "cam1", new(protocol.SessionCache)); resumed || isAccepted(ans) {
 		t.Errorf("stranger: resumed %v, answer %+v; want a full handshake, not accepted", resumed, ans)
+	}
+}
+
+// TestRelayOlderDevice: a device of the oldest capability a relay serves
+// (protocol.CapAck), which keeps no session ticket (a full handshake, as
+// an agent from before resumption makes), is accepted through this relay
+// and answers a job the master sends it: a MAC-tagged return it makes
+// with the key agreed through the relay.
+func TestRelayOlderDevice(t *testing.T) {
+	tm := startMaster(t, true)
+	tr := startRelay(t, tm, "r1", nil, nil)
+	ident, conn := dialNew(t, tr.Addr().String())
+	if conn.ConnectionState().TLS.DidResume {
+		t.Fatal("a device without a session cache resumed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	s, err := conn.OpenStreamSync(ctx)
+	if err != nil {
+		t.Fatalf("open stream: %v", err)
+	}
+	f := protocol.NewFramer(s, 0)
+	kx, _ := protocol.NewKX()
+	hello := &protocol.Hello{ID: "old1", Version: "0.4", Caps: protocol.CapAck, KX: kx.Public(),
+		KXSig: protocol.SignAgentKX(ident, "old1", kx.Public())}
+	if err := f.Write(hello); err != nil {
+		t.Fatalf("send hello: %v", err)
+	}
+	msg, err := f.Read()
+	if err != nil {
+		t.Fatalf("read key status: %v", err)
+	}
+	st, ok := msg.(*protocol.KeyStatus)
+	if !ok || st.Status != protocol.KeyAccepted {
+		t.Fatalf("answer to an older device's hello: %+v, want accepted", msg)
+	}
+	master := ed25519.PublicKey(st.MasterKey)
+	if err := protocol.VerifyMasterKX(master, "old1", hello.KX, st.KX, st.KXSig); err != nil {
+		t.Fatalf("master key agreement: %v", err)
+	}
+	mac, err := kx.MACKey(st.KX, "old1", hello.KX, st.KX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() {
+		for {
+			msg, err := f.Read()
+			if err != nil {
+				served <- err
+				return
+			}
+			job, ok := msg.(*protocol.Job)
+			if !ok {
+				continue
+			}
+			body, err := job.Open(master)
+			if err != nil {
+				served <- err
+				return
+			}
+			ret, err := protocol.MACReturn(mac, &protocol.ReturnBody{ID: "old1", JID: body.JID, Fun: body.Fun,
+				Return: true, Success: true})
+			if err == nil {
+				err = f.Write(ret)
+			}
+			served <- err
+			return
+		}
+	}()
+	got, _, missing := tm.publish(t, "old1", "test.ping", 20)
+	if want := []string{"old1"}; !cmp.Equal(got, want) {
+		t.Errorf("test.ping to the older device: returned %v (missing %v), want %v", got, missing, want)
+	}
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("older device: %v", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Error("older device got no job")
 	}
 }
