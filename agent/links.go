@@ -18,6 +18,7 @@ import (
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/event"
 	"github.com/halite-fleet/halite/internal/reclog"
+	"github.com/halite-fleet/halite/protocol"
 )
 
 // Multimaster, as in Salt (the master option a list):
@@ -48,6 +49,9 @@ type link struct {
 	addr string
 	out  *outbox
 	idx  int // in the list
+	// tickets keeps the TLS session ticket of the link's last
+	// connection, so the next one resumes (protocol/tickets.go).
+	tickets protocol.SessionCache
 
 	// Failed tries since the last session, and when the last warning
 	// about them was logged, and what about (logTry); used by the link's

@@ -63,7 +63,9 @@ func (a *Agent) dial(ctx context.Context, l *link, hold time.Duration) (*masterC
 		return err
 	}
 	dctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
-	conn, err := quic.DialAddr(dctx, addr, a.id.ClientTLS(pin), a.quicConfig())
+	tc := a.id.ClientTLS(pin)
+	tc.ClientSessionCache = &l.tickets
+	conn, err := quic.DialAddr(dctx, addr, tc, a.quicConfig())
 	cancel()
 	if err != nil {
 		if pinErr != nil {

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -187,7 +188,8 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer pc.Close() // the Transport does not close a conn it was given
 	tr := &quic.Transport{Conn: pc, StatelessResetKey: protocol.StatelessResetKey(r.o.Identity)}
 	defer tr.Close()
-	ln, err := tr.Listen(r.o.Identity.ServerTLS(), r.deviceQUICConfig())
+	tc := r.deviceTLS(time.Now())
+	ln, err := tr.Listen(tc, r.deviceQUICConfig())
 	if err != nil {
 		return fmt.Errorf("relay listen on %s: %w", addr, err)
 	}
@@ -202,6 +204,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	g.Go(func() error { return r.linkLoop(gctx) })
 	g.Go(func() error { return r.heartbeatLoop(gctx) })
 	g.Go(func() error { return r.ackLoop(gctx) })
+	g.Go(func() error { return r.ticketLoop(gctx, tc) })
 	if r.disc != nil {
 		g.Go(func() error { return r.disc.Run(gctx) })
 	}
@@ -223,6 +226,32 @@ func (r *Relay) Run(ctx context.Context) error {
 	return err
 }
 
+// deviceTLS is the TLS configuration of the device listener: the
+// identity's, with session ticket keys derived from it
+// (protocol.Identity.TicketKeys), so that a device that comes back, also
+// after the relay restarted, resumes its TLS session instead of a full
+// handshake (see protocol/tickets.go for why that leaves identity bound).
+func (r *Relay) deviceTLS(now time.Time) *tls.Config {
+	tc := r.o.Identity.ServerTLS()
+	tc.SetSessionTicketKeys(r.o.Identity.TicketKeys(now))
+	return tc
+}
+
+// ticketLoop moves the device listener's ticket keys on to the next
+// period as it comes (protocol.TicketKeyPeriod), checking hourly.
+func (r *Relay) ticketLoop(ctx context.Context, tc *tls.Config) error {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			tc.SetSessionTicketKeys(r.o.Identity.TicketKeys(now))
+		}
+	}
+}
+
 // errBusy refuses a device's handshake over the relay's rate.
 var errBusy = errors.New("relay: handshake rate reached")
 
@@ -230,8 +259,7 @@ var errBusy = errors.New("relay: handshake rate reached")
 // Halite's, with the handshake rate (relay: admit) applied before the
 // handshake begins.
 func (r *Relay) deviceQUICConfig() *quic.Config {
-	qc := protocol.QUICConfig()
-	plain := protocol.QUICConfig()
+	qc, plain := deviceQUIC(), deviceQUIC()
 	qc.GetConfigForClient = func(*quic.ClientInfo) (*quic.Config, error) {
 		if !r.handshakes.take(time.Now()) {
 			r.refused.Add(1)
@@ -239,6 +267,33 @@ func (r *Relay) deviceQUICConfig() *quic.Config {
 		}
 		return plain, nil
 	}
+	return qc
+}
+
+// Flow control of what a device sends the relay. A device sends its Hello
+// (at most protocol.MaxHelloFrame), returns and events of a few hundred
+// bytes, and requests; quic-go's defaults (512 KiB a stream at first, 768
+// KiB a connection, growing to 6 and 15 MiB) are sized for bulk transfer.
+// Data a device sent that the relay has not read is held in the relay's
+// memory; the relay stops reading a device that is over its event_rate,
+// so the initial connection window is what each throttled device can
+// make it hold, and the maximum what a fast one can.
+const (
+	deviceStreamWindow    = 32 << 10
+	deviceMaxStreamWindow = 512 << 10
+	deviceConnWindow      = 48 << 10
+	deviceMaxConnWindow   = 768 << 10
+)
+
+// deviceQUIC is Halite's QUIC configuration with the device listener's
+// flow control, and one stream a connection: a device opens exactly one.
+func deviceQUIC() *quic.Config {
+	qc := protocol.QUICConfig()
+	qc.InitialStreamReceiveWindow = deviceStreamWindow
+	qc.MaxStreamReceiveWindow = deviceMaxStreamWindow
+	qc.InitialConnectionReceiveWindow = deviceConnWindow
+	qc.MaxConnectionReceiveWindow = deviceMaxConnWindow
+	qc.MaxIncomingStreams = 1
 	return qc
 }
 

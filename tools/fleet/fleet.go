@@ -106,8 +106,11 @@ type simAgent struct {
 	ident  *protocol.Identity // made at its first dial (keepConnected)
 	master atomic.Pointer[ed25519.PublicKey]
 	tr     *quic.Transport
-	fr     atomic.Pointer[protocol.Framer] // the current session's, for Fetch
-	blobs  blobWaits                       // blobs.go
+	// tickets keeps its last session's TLS ticket, to resume with
+	// (unless FLEETSIM_NO_RESUME=1)
+	tickets *protocol.SessionCache
+	fr      atomic.Pointer[protocol.Framer] // the current session's, for Fetch
+	blobs   blobWaits                       // blobs.go
 }
 
 // Start connects opts.N agents to the master at addr and keeps them
@@ -139,7 +142,11 @@ func Start(addr string, opts Options) (*Fleet, error) {
 		// The key (and its certificate, an ed25519 signature) is made
 		// when the agent first dials: with a ramp, spread over it rather
 		// than all before the first dial.
-		f.agents = append(f.agents, &simAgent{id: agentID(opts, i), tr: f.transports[len(f.transports)-1]})
+		a := &simAgent{id: agentID(opts, i), tr: f.transports[len(f.transports)-1]}
+		if os.Getenv("FLEETSIM_NO_RESUME") != "1" {
+			a.tickets = new(protocol.SessionCache)
+		}
+		f.agents = append(f.agents, a)
 	}
 	addrs := opts.Addrs
 	if len(addrs) == 0 {
@@ -406,7 +413,11 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 	if f.census != nil {
 		qc.Tracer = f.census.trace
 	}
-	conn, err := a.tr.Dial(dctx, addr, a.ident.ClientTLS(pin), qc)
+	tc := a.ident.ClientTLS(pin)
+	if a.tickets != nil {
+		tc.ClientSessionCache = a.tickets
+	}
+	conn, err := a.tr.Dial(dctx, addr, tc, qc)
 	if err != nil {
 		cancel()
 		return err

@@ -64,6 +64,12 @@ type relayReport struct {
 	SimCPUUSPerRound float64 `json:"sim_cpu_us_per_device_round"`
 	MasterCPUMS      float64 `json:"master_cpu_ms_per_round"`
 	RelayCPUMS       float64 `json:"relays_cpu_ms_per_round"`
+	// CPU time per device brought back by the storm (-storm): this
+	// process and the master's from the relays' restart until every
+	// device is back, the new relays' process from its start.
+	StormSimCPUMS    float64 `json:"storm_sim_cpu_ms_per_device,omitempty"`
+	StormMasterCPUMS float64 `json:"storm_master_cpu_ms_per_device,omitempty"`
+	StormRelayCPUMS  float64 `json:"storm_relays_cpu_ms_per_device,omitempty"`
 	Storm            string  `json:"storm,omitempty"`
 	StormS           float64 `json:"storm_all_back_s,omitempty"`
 	StormPingMS      float64 `json:"storm_first_ping_ms,omitempty"`
@@ -226,6 +232,7 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		}
 		watcher.add("relays", child.Process.Pid)
 		fmt.Fprintf(os.Stderr, "fleetsim: storm: relays listening and linked after %s\n", round(time.Since(restart)))
+		simCPU0, masterCPU0 := cpuTime(os.Getpid()), cpuTime(m.cmd.Process.Pid)
 		sctx, scancel := context.WithTimeout(sigctx, max(left(5*time.Minute), 10*time.Second))
 		err = waitBack(sctx, f, n, restart)
 		scancel()
@@ -233,6 +240,11 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 			return failedRun("storm", n, r, f.ReconnectedSince(restart), err, f, asJSON)
 		}
 		back := time.Since(restart)
+		// The relays' process is new: its CPU from its start (linking
+		// included, a few ms); the others' from the relays' restart.
+		rep.StormSimCPUMS = ms(cpuTime(os.Getpid())-simCPU0) / float64(n)
+		rep.StormMasterCPUMS = ms(cpuTime(m.cmd.Process.Pid)-masterCPU0) / float64(n)
+		rep.StormRelayCPUMS = ms(cpuTime(child.Process.Pid)) / float64(n)
 		d, err := ping(sigctx, m.Socket, "sim-*", n)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "fleetsim: ping after the storm: %v\n", err)
