@@ -17,9 +17,10 @@
 //
 // The daemons inherit procbench's environment: HALITE_CPUPROFILE=FILE
 // makes the master write a CPU profile of the whole run to FILE when
-// procbench stops it (`go tool pprof FILE`; an unstripped halite-master
-// gives function names). The agents have no such switch (the profiler
-// would grow the device binary): `perf record -g` reads them.
+// procbench stops it (`go tool pprof -top FILE`: the profile carries its
+// function names, a stripped binary will do). The agents have no such
+// switch (the profiler would grow the device binary): `perf record -g` on
+// an unstripped build reads them.
 //
 // It is part of the benchmark harness (tools/bench.sh, `make bench`) and
 // prints Markdown tables for docs/BENCHMARKS.md. Every process it starts is
