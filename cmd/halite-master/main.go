@@ -99,6 +99,15 @@ func run(ctx context.Context, o options, hup <-chan os.Signal, stdout, stderr io
 			return err
 		}
 	}
+	stopProfile, err := startCPUProfile()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := stopProfile(); err != nil {
+			log.Error("CPU profile", zap.Error(err))
+		}
+	}()
 	m, err := master.New(cfg, log.Named("master"))
 	if err != nil {
 		return err

@@ -15,6 +15,13 @@
 // driving local.test.ping on one agent, reactions per second until the
 // last return, and every return looked up in the job cache afterwards.
 //
+// The daemons inherit procbench's environment: HALITE_CPUPROFILE=FILE
+// makes the master write a CPU profile of the whole run to FILE when
+// procbench stops it (`go tool pprof -top FILE`: the profile carries its
+// function names, a stripped binary will do). The agents have no such
+// switch (the profiler would grow the device binary): `perf record -g` on
+// an unstripped build reads them.
+//
 // It is part of the benchmark harness (tools/bench.sh, `make bench`) and
 // prints Markdown tables for docs/BENCHMARKS.md. Every process it starts is
 // stopped when it exits, on error and on Ctrl-C too, and every wait has a
