@@ -78,8 +78,9 @@ func (b *batcher) add(id string, sid quic.StreamID, frame []byte) {
 		return
 	}
 	if b.bytes+n > b.limit {
+		waiting := b.bytes
 		b.mu.Unlock()
-		b.fail(fmt.Errorf("the master does not keep up: %d bytes of batches wait (limit %d)", b.bytes, b.limit))
+		b.fail(fmt.Errorf("the master does not keep up: %d bytes of batches wait (limit %d)", waiting, b.limit))
 		return
 	}
 	if len(b.q) == 0 {
