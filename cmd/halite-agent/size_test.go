@@ -15,8 +15,8 @@ import (
 // 32-bit ARM (AGENT_GCFLAGS_SMALL, AGENT_LDFLAGS_ARM, stripped), may
 // weigh, with the caller inside (halite-call is a symlink to it). Issue
 // 17's goal is 8.5 MiB; the agent with the caller, the OTA updater, the
-// chunk fetcher, sealed pillar and cp.* is 8.96 MiB as built here, so this ceiling
-// holds it at 9 MiB (no further growth) until the rest is found.
+// chunk fetcher, sealed pillar and cp.* is 9,302,178 bytes (8.87 MiB) as
+// built here, so this ceiling holds it at 9 MiB until the rest is found.
 // docs/BENCHMARKS.md, "Agent size", records the figures and the levers.
 const sizeBudget = 9 * 1024 * 1024
 
