@@ -29,7 +29,16 @@ MASTER_CMDS := halite-master halite halite-key halite-run halite-flash
 # records them.
 AGENT_GCFLAGS := -gcflags=all=-l -gcflags=runtime/...= -gcflags=internal/runtime/...= -gcflags=crypto/...= \
   -gcflags=sync/...= -gcflags=github.com/quic-go/...= -gcflags=github.com/fxamacker/...=
-AGENT_GCFLAGS_SMALL := -gcflags=all=-l
+# AGENT_GCFLAGS_SMALL is one argument (the recipe passes it quoted): -l and
+# two compiler settings that change no program's meaning, only its size:
+# maxshapelen=64 names a generic instantiation by a 64-character hash of its
+# shape, as Go already does above 500 characters (shorter function names in
+# the binary's symbol table: -24 KiB on armv7); variablemakethreshold=0
+# leaves a make([]T, n) of unknown n on the heap instead of adding a stack
+# copy of it for n*size <= 32 bytes at every such call (-48 KiB; the cost is
+# an allocation the device seldom makes). cmd/halite-agent's TestAgentSize,
+# firmware/build.go and e2e/qemu_test.go build with the same flags.
+AGENT_GCFLAGS_SMALL := -gcflags=all=-l -d=maxshapelen=64,variablemakethreshold=0
 # On 32-bit ARM, whose Linux has 4 KiB pages only, the agent's segments are
 # aligned to 4 KiB instead of the linker's 64 KiB default for arm: the
 # padding between them is gone (about 0.1 MiB of flash). Not on MIPS, where
@@ -56,11 +65,11 @@ cross:
 	  cmds="$(AGENT_CMDS)"; \
 	  case $$goarch in amd64|arm64) cmds="$(CMDS)";; esac; \
 	  for c in $$cmds; do \
-	    gcf=""; ldf=""; case " $(AGENT_CMDS) " in *" $$c "*) gcf="$(AGENT_GCFLAGS)"; \
-	      case $$goarch in arm|mips*) gcf="$(AGENT_GCFLAGS_SMALL)";; esac; \
+	    gcf=(); ldf=""; case " $(AGENT_CMDS) " in *" $$c "*) gcf=($(AGENT_GCFLAGS)); \
+	      case $$goarch in arm|mips*) gcf=("$(AGENT_GCFLAGS_SMALL)");; esac; \
 	      case $$goarch in arm) ldf="$(AGENT_LDFLAGS_ARM)";; esac;; esac; \
 	    CGO_ENABLED=0 GOOS=$$goos GOARCH=$$goarch GOARM=$$goarm GOMIPS=$$gomips \
-	      $(GO) build $(GOFLAGS_B) $$gcf -ldflags '$(LDFLAGS) '"$$ldf" -o $(DIST)/$$name/$$c ./cmd/$$c || exit 1; \
+	      $(GO) build $(GOFLAGS_B) "$${gcf[@]}" -ldflags '$(LDFLAGS) '"$$ldf" -o $(DIST)/$$name/$$c ./cmd/$$c || exit 1; \
 	  done; \
 	  for l in $(AGENT_LINKS); do ln -sfn halite-agent $(DIST)/$$name/$$l; done; \
 	  printf "  %-14s halite-agent %6.2f MiB\n" $$name $$(echo "scale=2; $$(stat -c %s $(DIST)/$$name/halite-agent)/1048576" | bc); \

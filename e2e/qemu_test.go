@@ -35,8 +35,9 @@ func armv7Agent(t *testing.T) (qemu, bin string) {
 		}
 		armv7.bin = filepath.Join(binDir, "armv7", "halite-agent")
 		// Built as make cross builds it for armv7 (AGENT_GCFLAGS_SMALL,
-		// AGENT_LDFLAGS_ARM: no inlining, 4 KiB segment alignment).
-		build := exec.Command("go", "build", "-trimpath", "-gcflags=all=-l", "-ldflags", "-s -w -R 0x1000", "-o", armv7.bin, "../cmd/halite-agent")
+		// AGENT_LDFLAGS_ARM: no inlining, size-only compiler settings, 4 KiB
+		// segment alignment).
+		build := exec.Command("go", "build", "-trimpath", "-gcflags=all=-l -d=maxshapelen=64,variablemakethreshold=0", "-ldflags", "-s -w -R 0x1000", "-o", armv7.bin, "../cmd/halite-agent")
 		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm", "GOARM=7")
 		if out, err := build.CombinedOutput(); err != nil {
 			armv7.err = fmt.Errorf("cross-build: %v\n%s", err, out)

@@ -17,12 +17,12 @@ const modulePath = "github.com/halite-fleet/halite"
 
 // agentGCFlags are the Makefile's AGENT_GCFLAGS (amd64, arm64: inlining
 // kept in the hot packages) and agentGCFlagsSmall its AGENT_GCFLAGS_SMALL
-// (32-bit ARM and MIPS: inlining off everywhere, which keeps linux/arm v7
-// under 8.5 MiB). Keep them in step with the Makefile.
+// (32-bit ARM and MIPS: inlining off everywhere and two size-only compiler
+// settings, see the Makefile). Keep them in step with the Makefile.
 var (
 	agentGCFlags = []string{"-gcflags=all=-l", "-gcflags=runtime/...=", "-gcflags=internal/runtime/...=",
 		"-gcflags=crypto/...=", "-gcflags=sync/...=", "-gcflags=github.com/quic-go/...=", "-gcflags=github.com/fxamacker/...="}
-	agentGCFlagsSmall = []string{"-gcflags=all=-l"}
+	agentGCFlagsSmall = []string{"-gcflags=all=-l -d=maxshapelen=64,variablemakethreshold=0"}
 )
 
 // Source says where the agent binary for an architecture comes from, in

@@ -28,10 +28,10 @@ const (
 // Halite supports; runas and group are refused when given.
 func cmdParams() []param {
 	return []param{
-		required("cmd"), optional("cwd", nil), optional("stdin", nil), optional("runas", nil),
-		optional("group", nil), optional("shell", defaultShell), optional("python_shell", nil),
-		optional("env", nil), optional("rstrip", true), optional("timeout", nil),
-		optional("ignore_retcode", false), optional("output_loglevel", "debug"),
+		{name: "cmd", required: true}, {name: "cwd"}, {name: "stdin"}, {name: "runas"},
+		{name: "group"}, {name: "shell", def: defaultShell}, {name: "python_shell"},
+		{name: "env"}, {name: "rstrip", def: true}, {name: "timeout"},
+		{name: "ignore_retcode", def: false}, {name: "output_loglevel", def: "debug"},
 	}
 }
 
@@ -47,64 +47,66 @@ const cmdArgsDoc = `
   python_shell, output_loglevel are accepted and ignored; runas and group
   are not supported.`
 
-func init() {
-	register(module{name: "cmd", funcs: []function{
-		{
-			name:   "run",
-			params: cmdParams(),
-			doc: `Run a command and return its output, standard error merged into
+// modcmdModule is the cmd functions of modcmd.go: a table the linker lays out
+// as data (required, optional and calls in it would make it init code).
+var modcmdModule = module{name: "cmd", funcs: []function{
+	{
+		name:   "run",
+		params: cmdParams(),
+		doc: `Run a command and return its output, standard error merged into
 standard output. A non-zero exit sets the job's retcode and fails the job.
 ` + cmdArgsDoc + `
 
 CLI Example:
 
     halite '*' cmd.run 'ls -l /tmp' cwd=/var timeout=10`,
-			run: func(ctx context.Context, c *call) (any, error) {
-				r, err := runCommand(ctx, c, true)
-				if err != nil {
-					return nil, err
-				}
-				return r.stdout, nil
-			},
+		run: func(ctx context.Context, c *call) (any, error) {
+			r, err := runCommand(ctx, c, true)
+			if err != nil {
+				return nil, err
+			}
+			return r.stdout, nil
 		},
-		{
-			name:   "run_all",
-			params: cmdParams(),
-			doc: `Run a command and return {pid, retcode, stdout, stderr}. A non-zero
+	},
+	{
+		name:   "run_all",
+		params: cmdParams(),
+		doc: `Run a command and return {pid, retcode, stdout, stderr}. A non-zero
 exit sets the job's retcode and fails the job.
 ` + cmdArgsDoc + `
 
 CLI Example:
 
     halite '*' cmd.run_all 'grep root /etc/passwd'`,
-			run: func(ctx context.Context, c *call) (any, error) {
-				r, err := runCommand(ctx, c, false)
-				if err != nil {
-					return nil, err
-				}
-				return map[string]any{"pid": r.pid, "retcode": r.retcode, "stdout": r.stdout, "stderr": r.stderr}, nil
-			},
+		run: func(ctx context.Context, c *call) (any, error) {
+			r, err := runCommand(ctx, c, false)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"pid": r.pid, "retcode": r.retcode, "stdout": r.stdout, "stderr": r.stderr}, nil
 		},
-		{
-			name:   "retcode",
-			params: cmdParams(),
-			doc: `Run a command and return its exit code. A non-zero exit sets the
+	},
+	{
+		name:   "retcode",
+		params: cmdParams(),
+		doc: `Run a command and return its exit code. A non-zero exit sets the
 job's retcode and fails the job.
 ` + cmdArgsDoc + `
 
 CLI Example:
 
     halite '*' cmd.retcode 'test -f /etc/passwd'`,
-			run: func(ctx context.Context, c *call) (any, error) {
-				r, err := runCommand(ctx, c, false)
-				if err != nil {
-					return nil, err
-				}
-				return r.retcode, nil
-			},
+		run: func(ctx context.Context, c *call) (any, error) {
+			r, err := runCommand(ctx, c, false)
+			if err != nil {
+				return nil, err
+			}
+			return r.retcode, nil
 		},
-	}})
-}
+	},
+}}
+
+func init() { register(modcmdModule) }
 
 // cmdResult is what Salt's cmdmod._run returns.
 type cmdResult struct {

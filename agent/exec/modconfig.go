@@ -13,14 +13,15 @@ import (
 // defaults of Salt's DEFAULTS (mongo.*, solr.*, ...) exist here; sdb://
 // values are returned as they are.
 
-func init() {
-	register(module{name: "config", funcs: []function{
-		{
-			name: "get",
-			params: []param{required("key"), optional("default", ""), optional("delimiter", saltdata.DefaultDelimiter),
-				optional("merge", nil), optional("omit_opts", false), optional("omit_pillar", false),
-				optional("omit_master", false), optional("omit_grains", false)},
-			doc: `Return the value of key from the agent's options, else its grains,
+// modconfigModule is the config functions of modconfig.go: a table the linker lays out
+// as data (required, optional and calls in it would make it init code).
+var modconfigModule = module{name: "config", funcs: []function{
+	{
+		name: "get",
+		params: []param{{name: "key", required: true}, {name: "default", def: ""}, {name: "delimiter", def: saltdata.DefaultDelimiter},
+			{name: "merge"}, {name: "omit_opts", def: false}, {name: "omit_pillar", def: false},
+			{name: "omit_master", def: false}, {name: "omit_grains", def: false}},
+		doc: `Return the value of key from the agent's options, else its grains,
 else the pillar; default ("" unless given) when none
 has it. Nested values are reached with a delimited key (":"). merge=recurse
 or merge=overwrite searches the stores merged (options over grains) instead.
@@ -31,10 +32,11 @@ CLI Example:
     halite '*' config.get master
     halite '*' config.get pkg:apache default=httpd
     halite '*' config.get roles merge=recurse`,
-			run: configGet,
-		},
-	}})
-}
+		run: configGet,
+	},
+}}
+
+func init() { register(modconfigModule) }
 
 func configGet(_ context.Context, c *call) (any, error) {
 	key, err := c.need("key")

@@ -61,13 +61,14 @@ var (
 
 const saltScheme = "salt://"
 
-func init() {
-	register(module{name: "cp", funcs: []function{
-		{
-			name: "get_file", varkw: true,
-			params: []param{required("path"), required("dest"), optional("saltenv", nil), optional("makedirs", false),
-				optional("template", nil), optional("gzip", nil)},
-			doc: `Copy a file from the master's file server to dest on this device (a
+// modcpModule is the cp functions of modcp.go: a table the linker lays out
+// as data (required, optional and calls in it would make it init code).
+var modcpModule = module{name: "cp", funcs: []function{
+	{
+		name: "get_file", varkw: true,
+		params: []param{{name: "path", required: true}, {name: "dest", required: true}, {name: "saltenv"}, {name: "makedirs", def: false},
+			{name: "template"}, {name: "gzip"}},
+		doc: `Copy a file from the master's file server to dest on this device (a
 directory, or a path ending in "/", takes the file's name). Returns dest,
 "" when the file is not on the file server, False when dest's folder does
 not exist and makedirs is not set. The file travels as chunks named by
@@ -77,24 +78,24 @@ CLI Example:
 
     halite '*' cp.get_file salt://path/to/file /minion/dest
     halite '*' cp.get_file salt://foo/bar.conf?saltenv=config /etc/foo/bar.conf`,
-			run: cpGetFile,
-		},
-		{
-			name: "get_dir", varkw: true,
-			params: []param{required("path"), required("dest"), optional("saltenv", nil), optional("template", nil), optional("gzip", nil)},
-			doc: `Copy a directory from the master's file server, recursively, into dest
+		run: cpGetFile,
+	},
+	{
+		name: "get_dir", varkw: true,
+		params: []param{{name: "path", required: true}, {name: "dest", required: true}, {name: "saltenv"}, {name: "template"}, {name: "gzip"}},
+		doc: `Copy a directory from the master's file server, recursively, into dest
 (dest/<the directory's name>/...), its empty directories too. Returns the
 paths written, sorted.
 
 CLI Example:
 
     halite '*' cp.get_dir salt://path/to/dir/ /minion/dest`,
-			run: cpGetDir,
-		},
-		{
-			name: "get_template", varkw: true,
-			params: []param{required("path"), required("dest"), optional("template", "jinja"), optional("saltenv", nil), optional("makedirs", false)},
-			doc: `Render a file of the file server as a Jinja template (with this device's
+		run: cpGetDir,
+	},
+	{
+		name: "get_template", varkw: true,
+		params: []param{{name: "path", required: true}, {name: "dest", required: true}, {name: "template", def: "jinja"}, {name: "saltenv"}, {name: "makedirs", def: false}},
+		doc: `Render a file of the file server as a Jinja template (with this device's
 grains and pillar, and the keyword arguments as more variables) and write
 it to dest (or, with dest "", to the cache). Returns dest, or "" when the
 file is missing, does not render or dest's folder does not exist.
@@ -102,57 +103,57 @@ file is missing, does not render or dest's folder does not exist.
 CLI Example:
 
     halite '*' cp.get_template salt://path/to/template /minion/dest`,
-			run: cpGetTemplate,
-		},
-		{
-			name:   "cache_file",
-			params: []param{required("path"), optional("saltenv", nil), optional("source_hash", nil), optional("verify_ssl", true), optional("use_etag", false)},
-			doc: `Cache a file of the file server on this device (cachedir/files/SALTENV/PATH)
+		run: cpGetTemplate,
+	},
+	{
+		name:   "cache_file",
+		params: []param{{name: "path", required: true}, {name: "saltenv"}, {name: "source_hash"}, {name: "verify_ssl", def: true}, {name: "use_etag", def: false}},
+		doc: `Cache a file of the file server on this device (cachedir/files/SALTENV/PATH)
 and return its path there; False when it is not on the file server.
 
 CLI Example:
 
     halite '*' cp.cache_file salt://path/to/file`,
-			run: func(ctx context.Context, c *call) (any, error) {
-				return cpCacheFile(ctx, c, c.named["path"])
-			},
+		run: func(ctx context.Context, c *call) (any, error) {
+			return cpCacheFile(ctx, c, c.named["path"])
 		},
-		{
-			name:   "cache_files",
-			params: []param{required("paths"), optional("saltenv", nil)},
-			doc: `cp.cache_file of each of paths (a list, or a comma-separated string).
+	},
+	{
+		name:   "cache_files",
+		params: []param{{name: "paths", required: true}, {name: "saltenv"}},
+		doc: `cp.cache_file of each of paths (a list, or a comma-separated string).
 
 CLI Example:
 
     halite '*' cp.cache_files salt://pathto/file1,salt://pathto/file1`,
-			run: func(ctx context.Context, c *call) (any, error) {
-				var paths []any
-				switch v := c.named["paths"].(type) {
-				case string:
-					for _, p := range strings.Split(v, ",") {
-						paths = append(paths, p)
-					}
-				case []any:
-					paths = v
-				default:
-					return nil, invalidf("paths must be a list or a comma-separated string")
+		run: func(ctx context.Context, c *call) (any, error) {
+			var paths []any
+			switch v := c.named["paths"].(type) {
+			case string:
+				for _, p := range strings.Split(v, ",") {
+					paths = append(paths, p)
 				}
-				out := make([]any, 0, len(paths))
-				for _, p := range paths {
-					r, err := cpCacheFile(ctx, c, p)
-					if err != nil {
-						return nil, err
-					}
-					out = append(out, r)
+			case []any:
+				paths = v
+			default:
+				return nil, invalidf("paths must be a list or a comma-separated string")
+			}
+			out := make([]any, 0, len(paths))
+			for _, p := range paths {
+				r, err := cpCacheFile(ctx, c, p)
+				if err != nil {
+					return nil, err
 				}
-				return out, nil
-			},
+				out = append(out, r)
+			}
+			return out, nil
 		},
-		{
-			name: "cache_dir",
-			params: []param{required("path"), optional("saltenv", nil), optional("include_empty", false),
-				optional("include_pat", nil), optional("exclude_pat", nil)},
-			doc: `Cache every file under a directory of the file server (include_pat and
+	},
+	{
+		name: "cache_dir",
+		params: []param{{name: "path", required: true}, {name: "saltenv"}, {name: "include_empty", def: false},
+			{name: "include_pat"}, {name: "exclude_pat"}},
+		doc: `Cache every file under a directory of the file server (include_pat and
 exclude_pat: a glob, or a regular expression after "E@"), and with
 include_empty its empty directories. Returns the cached paths.
 
@@ -160,148 +161,149 @@ CLI Example:
 
     halite '*' cp.cache_dir salt://path/to/dir
     halite '*' cp.cache_dir salt://path/to/dir include_pat='E@*.py$'`,
-			run: cpCacheDir,
-		},
-		{
-			name:   "cache_master",
-			params: []param{optional("saltenv", nil)},
-			doc: `Cache every file of the saltenv. Returns the cached paths.
+		run: cpCacheDir,
+	},
+	{
+		name:   "cache_master",
+		params: []param{{name: "saltenv"}},
+		doc: `Cache every file of the saltenv. Returns the cached paths.
 
 CLI Example:
 
     halite '*' cp.cache_master`,
-			run: func(ctx context.Context, c *call) (any, error) {
-				c.named["path"] = saltScheme
-				c.named["include_empty"], c.named["include_pat"], c.named["exclude_pat"] = false, nil, nil
-				return cpCacheDir(ctx, c)
-			},
+		run: func(ctx context.Context, c *call) (any, error) {
+			c.named["path"] = saltScheme
+			c.named["include_empty"], c.named["include_pat"], c.named["exclude_pat"] = false, nil, nil
+			return cpCacheDir(ctx, c)
 		},
-		{
-			name:   "is_cached",
-			params: []param{required("path"), optional("saltenv", nil)},
-			doc: `The path in the cache of a salt:// file cached before, or "".
+	},
+	{
+		name:   "is_cached",
+		params: []param{{name: "path", required: true}, {name: "saltenv"}},
+		doc: `The path in the cache of a salt:// file cached before, or "".
 
 CLI Example:
 
     halite '*' cp.is_cached salt://path/to/file`,
-			run: func(_ context.Context, c *call) (any, error) {
-				u, env, err := cpURL(c, c.named["path"])
-				if err != nil {
-					return nil, err
-				}
-				rel, _ := splitSaltURL(u)
-				p, err := c.e.cachePath("files", env, rel)
-				if err != nil {
-					return "", nil
-				}
-				if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-					return p, nil
-				}
+		run: func(_ context.Context, c *call) (any, error) {
+			u, env, err := cpURL(c, c.named["path"])
+			if err != nil {
+				return nil, err
+			}
+			rel, _ := splitSaltURL(u)
+			p, err := c.e.cachePath("files", env, rel)
+			if err != nil {
 				return "", nil
-			},
+			}
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+				return p, nil
+			}
+			return "", nil
 		},
-		{
-			name:   "get_file_str",
-			params: []param{required("path"), optional("saltenv", nil)},
-			doc: `Cache a file of the file server and return its contents; False when it
+	},
+	{
+		name:   "get_file_str",
+		params: []param{{name: "path", required: true}, {name: "saltenv"}},
+		doc: `Cache a file of the file server and return its contents; False when it
 is not on the file server.
 
 CLI Example:
 
     halite '*' cp.get_file_str salt://my/file`,
-			run: func(ctx context.Context, c *call) (any, error) {
-				r, err := cpCacheFile(ctx, c, c.named["path"])
-				p, ok := r.(string)
-				if err != nil || !ok {
-					return r, err
-				}
-				b, err := os.ReadFile(p)
-				if err != nil {
-					return false, nil
-				}
-				return string(b), nil
-			},
+		run: func(ctx context.Context, c *call) (any, error) {
+			r, err := cpCacheFile(ctx, c, c.named["path"])
+			p, ok := r.(string)
+			if err != nil || !ok {
+				return r, err
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return false, nil
+			}
+			return string(b), nil
 		},
-		{
-			name:   "hash_file",
-			params: []param{required("path"), optional("saltenv", nil)},
-			doc: `The hash of a file of the file server (salt://...) or of a local file (an
+	},
+	{
+		name:   "hash_file",
+		params: []param{{name: "path", required: true}, {name: "saltenv"}},
+		doc: `The hash of a file of the file server (salt://...) or of a local file (an
 absolute path): {"hash_type": "sha256", "hsum": ...}; "" (salt://) or {}
 (local) when there is none.
 
 CLI Example:
 
     halite '*' cp.hash_file salt://path/to/file`,
-			run: cpHashFile,
-		},
-		{
-			name:   "list_master",
-			params: []param{optional("saltenv", nil), optional("prefix", "")},
-			doc: `List the files of the saltenv on the file server (those starting with
+		run: cpHashFile,
+	},
+	{
+		name:   "list_master",
+		params: []param{{name: "saltenv"}, {name: "prefix", def: ""}},
+		doc: `List the files of the saltenv on the file server (those starting with
 prefix).
 
 CLI Example:
 
     halite '*' cp.list_master`,
-			run: func(ctx context.Context, c *call) (any, error) {
-				fc, env := c.e.fileClient(), c.saltenv()
-				l, err := fc.List(ctx, env, str(c.named["prefix"]))
-				if err != nil {
-					return nil, commandf("%v", err)
-				}
-				return toAnyStrings(l), nil
-			},
+		run: func(ctx context.Context, c *call) (any, error) {
+			fc, env := c.e.fileClient(), c.saltenv()
+			l, err := fc.List(ctx, env, str(c.named["prefix"]))
+			if err != nil {
+				return nil, commandf("%v", err)
+			}
+			return toAnyStrings(l), nil
 		},
-		{
-			name:   "list_master_dirs",
-			params: []param{optional("saltenv", nil), optional("prefix", "")},
-			doc: `List the directories of the saltenv on the file server (those starting
+	},
+	{
+		name:   "list_master_dirs",
+		params: []param{{name: "saltenv"}, {name: "prefix", def: ""}},
+		doc: `List the directories of the saltenv on the file server (those starting
 with prefix).
 
 CLI Example:
 
     halite '*' cp.list_master_dirs`,
-			run: func(ctx context.Context, c *call) (any, error) {
-				fc, env := c.e.fileClient(), c.saltenv()
-				l, err := fc.Dirs(ctx, env, str(c.named["prefix"]))
-				if err != nil {
-					return nil, commandf("%v", err)
-				}
-				return toAnyStrings(l), nil
-			},
+		run: func(ctx context.Context, c *call) (any, error) {
+			fc, env := c.e.fileClient(), c.saltenv()
+			l, err := fc.Dirs(ctx, env, str(c.named["prefix"]))
+			if err != nil {
+				return nil, commandf("%v", err)
+			}
+			return toAnyStrings(l), nil
 		},
-		{
-			name:   "list_states",
-			params: []param{optional("saltenv", nil)},
-			doc: `List the SLS names of the saltenv on the file server.
+	},
+	{
+		name:   "list_states",
+		params: []param{{name: "saltenv"}},
+		doc: `List the SLS names of the saltenv on the file server.
 
 CLI Example:
 
     halite '*' cp.list_states`,
-			run: func(ctx context.Context, c *call) (any, error) {
-				l, err := c.e.fileClient().List(ctx, c.saltenv(), "")
-				if err != nil {
-					return nil, commandf("%v", err)
+		run: func(ctx context.Context, c *call) (any, error) {
+			l, err := c.e.fileClient().List(ctx, c.saltenv(), "")
+			if err != nil {
+				return nil, commandf("%v", err)
+			}
+			// Client.list_states (salt/fileclient.py)
+			seen := map[string]bool{}
+			out := []any{}
+			for _, p := range l {
+				if !strings.HasSuffix(p, ".sls") {
+					continue
 				}
-				// Client.list_states (salt/fileclient.py)
-				seen := map[string]bool{}
-				out := []any{}
-				for _, p := range l {
-					if !strings.HasSuffix(p, ".sls") {
-						continue
-					}
-					name := strings.ReplaceAll(strings.TrimSuffix(p, ".sls"), "/", ".")
-					name = strings.TrimSuffix(name, ".init")
-					if name != "" && !seen[name] {
-						seen[name] = true
-						out = append(out, name)
-					}
+				name := strings.ReplaceAll(strings.TrimSuffix(p, ".sls"), "/", ".")
+				name = strings.TrimSuffix(name, ".init")
+				if name != "" && !seen[name] {
+					seen[name] = true
+					out = append(out, name)
 				}
-				return out, nil
-			},
+			}
+			return out, nil
 		},
-	}})
-}
+	},
+}}
+
+func init() { register(modcpModule) }
 
 // fileClient is Options.Files, else the local file_roots.
 func (e *Executor) fileClient() FileClient {

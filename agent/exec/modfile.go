@@ -29,65 +29,66 @@ import (
 // always fits and a large file cannot exhaust a small device.
 const maxRead = 3 << 20
 
-func init() {
-	register(module{name: "file", funcs: []function{
-		{
-			name:   "touch",
-			params: []param{required("name"), optional("atime", nil), optional("mtime", nil)},
-			doc: `Create the file name if it is missing and set its access and
+// modfileModule is the file functions of modfile.go: a table the linker lays out
+// as data (required, optional and calls in it would make it init code).
+var modfileModule = module{name: "file", funcs: []function{
+	{
+		name:   "touch",
+		params: []param{{name: "name", required: true}, {name: "atime"}, {name: "mtime"}},
+		doc: `Create the file name if it is missing and set its access and
 modification times (Unix seconds; now by default). Returns True.
 
 CLI Example:
 
     halite '*' file.touch /var/log/emptyfile`,
-			run: fileTouch,
-		},
-		{
-			name:   "file_exists",
-			params: []param{required("path")},
-			doc: `Return True if path is a regular file (after symlinks), else False.
+		run: fileTouch,
+	},
+	{
+		name:   "file_exists",
+		params: []param{{name: "path", required: true}},
+		doc: `Return True if path is a regular file (after symlinks), else False.
 
 CLI Example:
 
     halite '*' file.file_exists /etc/passwd`,
-			run: func(_ context.Context, c *call) (any, error) {
-				p, err := c.path("path")
-				if err != nil {
-					return nil, err
-				}
-				fi, err := os.Stat(p)
-				return err == nil && fi.Mode().IsRegular(), nil
-			},
+		run: func(_ context.Context, c *call) (any, error) {
+			p, err := c.path("path")
+			if err != nil {
+				return nil, err
+			}
+			fi, err := os.Stat(p)
+			return err == nil && fi.Mode().IsRegular(), nil
 		},
-		{
-			name:   "read",
-			params: []param{required("path"), optional("binary", false)},
-			doc: `Return the content of a file, as text or, with binary=True, bytes.
+	},
+	{
+		name:   "read",
+		params: []param{{name: "path", required: true}, {name: "binary", def: false}},
+		doc: `Return the content of a file, as text or, with binary=True, bytes.
 Files over 3 MiB are refused.
 
 CLI Example:
 
     halite '*' file.read /etc/hostname`,
-			run: fileRead,
-		},
-		{
-			name:    "write",
-			params:  []param{required("path")},
-			varargs: true,
-			varkw:   true,
-			doc: `Write the arguments to the file path, one per line, replacing it.
+		run: fileRead,
+	},
+	{
+		name:    "write",
+		params:  []param{{name: "path", required: true}},
+		varargs: true,
+		varkw:   true,
+		doc: `Write the arguments to the file path, one per line, replacing it.
 args= gives the lines as a keyword (a string or a list), for lines with "=".
 
 CLI Example:
 
     halite '*' file.write /etc/motd "With all thine offerings thou shalt offer salt."
     halite '*' file.write /etc/motd args="['cheese=spam','spam=cheese']"`,
-			run: fileWrite,
-		},
-		{
-			name:   "stats",
-			params: []param{required("path"), optional("hash_type", nil), optional("follow_symlinks", true)},
-			doc: `Return a dict of a file's stats: inode, uid, gid, user, group, atime,
+		run: fileWrite,
+	},
+	{
+		name:   "stats",
+		params: []param{{name: "path", required: true}, {name: "hash_type"}, {name: "follow_symlinks", def: true}},
+		doc: `Return a dict of a file's stats: inode, uid, gid, user, group, atime,
 mtime, ctime, size, mode ("0644"), type (file, dir, link, char, block, pipe,
 socket), target (the real path) and, with hash_type (md5, sha1, sha256,
 sha512), sum.
@@ -95,10 +96,11 @@ sha512), sum.
 CLI Example:
 
     halite '*' file.stats /etc/passwd`,
-			run: fileStats,
-		},
-	}})
-}
+		run: fileStats,
+	},
+}}
+
+func init() { register(modfileModule) }
 
 // path returns a path parameter with ~ expanded (os.path.expanduser).
 func (c *call) path(name string) (string, error) {

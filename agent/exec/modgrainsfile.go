@@ -15,12 +15,13 @@ import (
 // Each writes the file, refreshes the running agent's grains and sends them
 // to the master, as Salt's setvals calls saltutil.refresh_grains.
 
-func init() {
-	register(module{name: "grains", funcs: []function{
-		{
-			name:   "setval",
-			params: []param{required("key"), required("val"), optional("destructive", false), optional("refresh_pillar", true)},
-			doc: `Set a grain in the grains file (CONFIG_DIR/grains) and refresh the
+// modgrainsfileModule is the grains functions of modgrainsfile.go: a table the linker lays out
+// as data (required, optional and calls in it would make it init code).
+var modgrainsfileModule = module{name: "grains", funcs: []function{
+	{
+		name:   "setval",
+		params: []param{{name: "key", required: true}, {name: "val", required: true}, {name: "destructive", def: false}, {name: "refresh_pillar", def: true}},
+		doc: `Set a grain in the grains file (CONFIG_DIR/grains) and refresh the
 grains. Returns {key: val}. With destructive=True a val of None removes the
 grain from the file.
 
@@ -28,75 +29,76 @@ CLI Example:
 
     halite '*' grains.setval key val
     halite '*' grains.setval key "{'sub-key': 'val', 'sub-key2': 'val2'}"`,
-			run: func(_ context.Context, c *call) (any, error) {
-				key, err := c.need("key")
-				if err != nil {
-					return nil, err
-				}
-				return setvals(c, map[string]any{key: c.arg("val")}, isTrue(c.arg("destructive")))
-			},
+		run: func(_ context.Context, c *call) (any, error) {
+			key, err := c.need("key")
+			if err != nil {
+				return nil, err
+			}
+			return setvals(c, map[string]any{key: c.arg("val")}, isTrue(c.arg("destructive")))
 		},
-		{
-			name:   "setvals",
-			params: []param{required("grains"), optional("destructive", false), optional("refresh_pillar", true)},
-			doc: `Set several grains in the grains file from a dict and refresh the
+	},
+	{
+		name:   "setvals",
+		params: []param{{name: "grains", required: true}, {name: "destructive", def: false}, {name: "refresh_pillar", def: true}},
+		doc: `Set several grains in the grains file from a dict and refresh the
 grains. Returns the dict.
 
 CLI Example:
 
     halite '*' grains.setvals "{'key1': 'val1', 'key2': 'val2'}"`,
-			run: func(_ context.Context, c *call) (any, error) {
-				m, ok := c.arg("grains").(map[string]any)
-				if !ok {
-					return nil, invalidf("setvals grains must be a dictionary.")
-				}
-				return setvals(c, m, isTrue(c.arg("destructive")))
-			},
+		run: func(_ context.Context, c *call) (any, error) {
+			m, ok := c.arg("grains").(map[string]any)
+			if !ok {
+				return nil, invalidf("setvals grains must be a dictionary.")
+			}
+			return setvals(c, m, isTrue(c.arg("destructive")))
 		},
-		{
-			name: "append",
-			params: []param{required("key"), required("val"), optional("convert", false),
-				optional("delimiter", saltdata.DefaultDelimiter)},
-			doc: `Append val (or each item of a list val) to the list grain key in the
+	},
+	{
+		name: "append",
+		params: []param{{name: "key", required: true}, {name: "val", required: true}, {name: "convert", def: false},
+			{name: "delimiter", def: saltdata.DefaultDelimiter}},
+		doc: `Append val (or each item of a list val) to the list grain key in the
 grains file, making the list if the grain is missing. convert=True turns a
 grain that is not a list into one. Nested keys use delimiter (":").
 
 CLI Example:
 
     halite '*' grains.append roles web`,
-			run: grainsAppend,
-		},
-		{
-			name: "set",
-			params: []param{required("key"), optional("val", ""), optional("force", false),
-				optional("destructive", false), optional("delimiter", saltdata.DefaultDelimiter)},
-			doc: `Set a grain, nested keys included (apps:myApp:port), in the grains
+		run: grainsAppend,
+	},
+	{
+		name: "set",
+		params: []param{{name: "key", required: true}, {name: "val", def: ""}, {name: "force", def: false},
+			{name: "destructive", def: false}, {name: "delimiter", def: saltdata.DefaultDelimiter}},
+		doc: `Set a grain, nested keys included (apps:myApp:port), in the grains
 file. A grain that is a dict or a list, or a dict or list val over an
 existing grain, needs force=True. Returns {comment, changes, result}.
 
 CLI Example:
 
     halite '*' grains.set 'apps:myApp:port' 2209`,
-			run: func(_ context.Context, c *call) (any, error) {
-				return grainsSet(c, c.arg("val"), isTrue(c.arg("force")), isTrue(c.arg("destructive")))
-			},
+		run: func(_ context.Context, c *call) (any, error) {
+			return grainsSet(c, c.arg("val"), isTrue(c.arg("force")), isTrue(c.arg("destructive")))
 		},
-		{
-			name:   "delval",
-			params: []param{required("key"), optional("destructive", false), optional("force", false)},
-			doc: `Set a grain in the grains file to None, or with destructive=True
+	},
+	{
+		name:   "delval",
+		params: []param{{name: "key", required: true}, {name: "destructive", def: false}, {name: "force", def: false}},
+		doc: `Set a grain in the grains file to None, or with destructive=True
 remove it. Returns {comment, changes, result}.
 
 CLI Example:
 
     halite '*' grains.delval key destructive=True`,
-			run: func(_ context.Context, c *call) (any, error) {
-				c.named["delimiter"] = saltdata.DefaultDelimiter
-				return grainsSet(c, nil, isTrue(c.arg("force")), isTrue(c.arg("destructive")))
-			},
+		run: func(_ context.Context, c *call) (any, error) {
+			c.named["delimiter"] = saltdata.DefaultDelimiter
+			return grainsSet(c, nil, isTrue(c.arg("force")), isTrue(c.arg("destructive")))
 		},
-	}})
-}
+	},
+}}
+
+func init() { register(modgrainsfileModule) }
 
 // need returns a required string parameter.
 func (c *call) need(name string) (string, error) {

@@ -17,23 +17,24 @@ import (
 // network.interfaces, network.ip_addrs, network.ping and network.netstat,
 // after salt/modules/network.py and salt/utils/network.py (Linux).
 
-func init() {
-	register(module{name: "network", funcs: []function{
-		{
-			name: "interfaces",
-			doc: `Return the interfaces as {name: {up, hwaddr, inet: [{address, netmask,
+// modnetworkModule is the network functions of modnetwork.go: a table the linker lays out
+// as data (required, optional and calls in it would make it init code).
+var modnetworkModule = module{name: "network", funcs: []function{
+	{
+		name: "interfaces",
+		doc: `Return the interfaces as {name: {up, hwaddr, inet: [{address, netmask,
 broadcast, label}], inet6: [{address, prefixlen, scope}]}}.
 
 CLI Example:
 
     halite '*' network.interfaces`,
-			run: func(context.Context, *call) (any, error) { return interfaces() },
-		},
-		{
-			name: "ip_addrs",
-			params: []param{optional("interface", nil), optional("include_loopback", false),
-				optional("cidr", nil), optional("type", nil)},
-			doc: `Return the IPv4 addresses of the host, sorted, without 127.0.0.1 unless
+		run: func(context.Context, *call) (any, error) { return interfaces() },
+	},
+	{
+		name: "ip_addrs",
+		params: []param{{name: "interface"}, {name: "include_loopback", def: false},
+			{name: "cidr"}, {name: "type"}},
+		doc: `Return the IPv4 addresses of the host, sorted, without 127.0.0.1 unless
 include_loopback=True. interface selects interfaces (a name, a glob or a
 list); cidr keeps the addresses in a subnet; type=public or type=private
 keeps those.
@@ -42,12 +43,12 @@ CLI Example:
 
     halite '*' network.ip_addrs
     halite '*' network.ip_addrs interface='eth*' cidr=10.0.0.0/8`,
-			run: ipAddrs,
-		},
-		{
-			name:   "ping",
-			params: []param{required("host"), optional("timeout", false), optional("return_boolean", false)},
-			doc: `Ping host 4 times with the system's ping (BusyBox's does) and return
+		run: ipAddrs,
+	},
+	{
+		name:   "ping",
+		params: []param{{name: "host", required: true}, {name: "timeout", def: false}, {name: "return_boolean", def: false}},
+		doc: `Ping host 4 times with the system's ping (BusyBox's does) and return
 its output, or with return_boolean=True whether it answered. timeout is
 ping's -W, in seconds.
 
@@ -55,21 +56,22 @@ CLI Example:
 
     halite '*' network.ping archlinux.org
     halite '*' network.ping archlinux.org return_boolean=True timeout=3`,
-			run: networkPing,
-		},
-		{
-			name: "netstat",
-			doc: `Return the TCP and UDP sockets, as netstat -tulpnea shows them: a list
+		run: networkPing,
+	},
+	{
+		name: "netstat",
+		doc: `Return the TCP and UDP sockets, as netstat -tulpnea shows them: a list
 of {proto, recv-q, send-q, local-address, remote-address, state (TCP),
 user, inode, program}, read from /proc/net.
 
 CLI Example:
 
     halite '*' network.netstat`,
-			run: func(context.Context, *call) (any, error) { return netstat(), nil },
-		},
-	}})
-}
+		run: func(context.Context, *call) (any, error) { return netstat(), nil },
+	},
+}}
+
+func init() { register(modnetworkModule) }
 
 // interfaces is salt.utils.network.interfaces() from the kernel's view.
 func interfaces() (map[string]any, error) {

@@ -19,14 +19,15 @@ type notSetT struct{}
 
 var notSet = notSetT{}
 
-func init() {
-	register(module{name: "pillar", funcs: []function{
-		{
-			name: "get",
-			params: []param{required("key"), optional("default", notSet), optional("merge", false),
-				optional("merge_nested_lists", nil), optional("delimiter", saltdata.DefaultDelimiter),
-				optional("pillarenv", nil), optional("saltenv", nil)},
-			doc: `Return the pillar value of key, or default ("" unless given, or an error
+// modpillarModule is the pillar functions of modpillar.go: a table the linker lays out
+// as data (required, optional and calls in it would make it init code).
+var modpillarModule = module{name: "pillar", funcs: []function{
+	{
+		name: "get",
+		params: []param{{name: "key", required: true}, {name: "default", def: notSet}, {name: "merge", def: false},
+			{name: "merge_nested_lists"}, {name: "delimiter", def: saltdata.DefaultDelimiter},
+			{name: "pillarenv"}, {name: "saltenv"}},
+		doc: `Return the pillar value of key, or default ("" unless given, or an error
 with pillar_raise_on_missing) when it is missing. Nested values are reached
 with a delimited key (":" by default). merge=True merges the value into a
 default that is a dict (recursively; lists too with merge_nested_lists or
@@ -36,153 +37,154 @@ CLI Example:
 
     halite '*' pillar.get pkg:apache
     halite '*' pillar.get abc::def|ghi delimiter='|'`,
-			run: pillarGet,
-		},
-		{
-			name: "items", varargs: true, varkw: true,
-			doc: `Ask the master for this device's pillar and return it (with names:
+		run: pillarGet,
+	},
+	{
+		name: "items", varargs: true, varkw: true,
+		doc: `Ask the master for this device's pillar and return it (with names:
 pillar.item of them). pillar= a dict merged over it.
 
 CLI Example:
 
     halite '*' pillar.items`,
-			run: pillarItems,
-		},
-		{
-			name: "data", varargs: true, varkw: true,
-			doc: "Alias of pillar.items.\n\nCLI Example:\n\n    halite '*' pillar.data",
-			run: pillarItems,
-		},
-		{
-			name: "obfuscate", varargs: true, varkw: true,
-			doc: `pillar.items with every value replaced by its type ("<str>"); mapping keys
+		run: pillarItems,
+	},
+	{
+		name: "data", varargs: true, varkw: true,
+		doc: "Alias of pillar.items.\n\nCLI Example:\n\n    halite '*' pillar.data",
+		run: pillarItems,
+	},
+	{
+		name: "obfuscate", varargs: true, varkw: true,
+		doc: `pillar.items with every value replaced by its type ("<str>"); mapping keys
 are kept.
 
 CLI Example:
 
     halite '*' pillar.obfuscate`,
-			run: func(ctx context.Context, c *call) (any, error) {
-				v, err := pillarItems(ctx, c)
-				if err != nil {
-					return nil, err
-				}
-				return obfuscate(v), nil
-			},
+		run: func(ctx context.Context, c *call) (any, error) {
+			v, err := pillarItems(ctx, c)
+			if err != nil {
+				return nil, err
+			}
+			return obfuscate(v), nil
 		},
-		{
-			name: "ls", varargs: true,
-			doc: `Ask the master for this device's pillar and list its top keys.
+	},
+	{
+		name: "ls", varargs: true,
+		doc: `Ask the master for this device's pillar and list its top keys.
 
 CLI Example:
 
     halite '*' pillar.ls`,
-			run: func(ctx context.Context, c *call) (any, error) {
-				v, err := pillarItems(ctx, &call{e: c.e, fun: c.fun, rest: c.rest, kw: map[string]any{}})
-				if err != nil {
-					return nil, err
-				}
-				m, _ := v.(map[string]any)
-				out := make([]any, 0, len(m))
-				for _, k := range sortedKeys(m) {
-					out = append(out, k)
-				}
-				return out, nil
-			},
+		run: func(ctx context.Context, c *call) (any, error) {
+			v, err := pillarItems(ctx, &call{e: c.e, fun: c.fun, rest: c.rest, kw: map[string]any{}})
+			if err != nil {
+				return nil, err
+			}
+			m, _ := v.(map[string]any)
+			out := make([]any, 0, len(m))
+			for _, k := range sortedKeys(m) {
+				out = append(out, k)
+			}
+			return out, nil
 		},
-		{
-			name: "item", varargs: true, varkw: true,
-			doc: `Return the named pillar values as a dict of key to value (default=, ""
+	},
+	{
+		name: "item", varargs: true, varkw: true,
+		doc: `Return the named pillar values as a dict of key to value (default=, ""
 unless given, for a missing one; delimiter= for nested keys).
 
 CLI Example:
 
     halite '*' pillar.item foo bar:baz`,
-			run: func(_ context.Context, c *call) (any, error) {
-				delim := saltdata.DefaultDelimiter
-				if d, ok := c.kw["delimiter"]; ok {
-					s, ok := d.(string)
-					if !ok {
-						return nil, invalidf("delimiter must be a string, not %v", d)
-					}
-					delim = s
-				}
-				def, ok := c.kw["default"]
+		run: func(_ context.Context, c *call) (any, error) {
+			delim := saltdata.DefaultDelimiter
+			if d, ok := c.kw["delimiter"]; ok {
+				s, ok := d.(string)
 				if !ok {
-					def = ""
+					return nil, invalidf("delimiter must be a string, not %v", d)
 				}
-				p := c.e.pillarData()
-				out := make(map[string]any, len(c.rest))
-				for _, a := range c.rest {
-					key, ok := toString(a)
-					if !ok {
-						return nil, invalidf("pillar key %v is not a string", a)
-					}
-					if v, ok := saltdata.Traverse(p, key, delim); ok {
-						out[key] = v
-					} else {
-						out[key] = def
-					}
+				delim = s
+			}
+			def, ok := c.kw["default"]
+			if !ok {
+				def = ""
+			}
+			p := c.e.pillarData()
+			out := make(map[string]any, len(c.rest))
+			for _, a := range c.rest {
+				key, ok := toString(a)
+				if !ok {
+					return nil, invalidf("pillar key %v is not a string", a)
 				}
-				return out, nil
-			},
+				if v, ok := saltdata.Traverse(p, key, delim); ok {
+					out[key] = v
+				} else {
+					out[key] = def
+				}
+			}
+			return out, nil
 		},
-		{
-			name:   "raw",
-			params: []param{optional("key", nil)},
-			doc: `Return the pillar in memory, or its top-level key (an empty dict when
+	},
+	{
+		name:   "raw",
+		params: []param{{name: "key"}},
+		doc: `Return the pillar in memory, or its top-level key (an empty dict when
 missing).
 
 CLI Example:
 
     halite '*' pillar.raw
     halite '*' pillar.raw key=roles`,
-			run: func(_ context.Context, c *call) (any, error) {
-				p := c.e.pillarData()
-				if k := c.arg("key"); k != nil && k != "" {
-					key, _ := toString(k)
-					if v, ok := p[key]; ok {
-						return v, nil
-					}
-					return map[string]any{}, nil
+		run: func(_ context.Context, c *call) (any, error) {
+			p := c.e.pillarData()
+			if k := c.arg("key"); k != nil && k != "" {
+				key, _ := toString(k)
+				if v, ok := p[key]; ok {
+					return v, nil
 				}
-				return p, nil
-			},
+				return map[string]any{}, nil
+			}
+			return p, nil
 		},
-		{
-			name:   "keys",
-			params: []param{required("key"), optional("delimiter", saltdata.DefaultDelimiter)},
-			doc: `List the keys of the pillar dict at key (an error when it is missing or not
+	},
+	{
+		name:   "keys",
+		params: []param{{name: "key", required: true}, {name: "delimiter", def: saltdata.DefaultDelimiter}},
+		doc: `List the keys of the pillar dict at key (an error when it is missing or not
 a dict).
 
 CLI Example:
 
     halite '*' pillar.keys web:sites`,
-			run: func(_ context.Context, c *call) (any, error) {
-				key, _, err := c.str("key")
-				if err != nil {
-					return nil, err
-				}
-				delim, _, err := c.str("delimiter")
-				if err != nil {
-					return nil, err
-				}
-				v, ok := saltdata.Traverse(c.e.pillarData(), key, delim)
-				if !ok {
-					return nil, commandf("Pillar key not found: %s", key)
-				}
-				m, ok := v.(map[string]any)
-				if !ok {
-					return nil, commandf("Pillar value in key %s is not a dict", key)
-				}
-				out := make([]any, 0, len(m))
-				for _, k := range sortedKeys(m) {
-					out = append(out, k)
-				}
-				return out, nil
-			},
+		run: func(_ context.Context, c *call) (any, error) {
+			key, _, err := c.str("key")
+			if err != nil {
+				return nil, err
+			}
+			delim, _, err := c.str("delimiter")
+			if err != nil {
+				return nil, err
+			}
+			v, ok := saltdata.Traverse(c.e.pillarData(), key, delim)
+			if !ok {
+				return nil, commandf("Pillar key not found: %s", key)
+			}
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil, commandf("Pillar value in key %s is not a dict", key)
+			}
+			out := make([]any, 0, len(m))
+			for _, k := range sortedKeys(m) {
+				out = append(out, k)
+			}
+			return out, nil
 		},
-	}})
-}
+	},
+}}
+
+func init() { register(modpillarModule) }
 
 // pillarData is the pillar in memory (empty without one).
 func (e *Executor) pillarData() map[string]any {

@@ -15,49 +15,50 @@ import (
 // status.uptime, status.loadavg and status.diskusage, Linux branch of
 // salt/modules/status.py.
 
-func init() {
-	register(module{name: "status", funcs: []function{
-		{
-			name: "uptime",
-			doc: `Return the uptime: {seconds, since_iso, since_t, days, time ("H:M")},
+// modstatusModule is the status functions of modstatus.go: a table the linker lays out
+// as data (required, optional and calls in it would make it init code).
+var modstatusModule = module{name: "status", funcs: []function{
+	{
+		name: "uptime",
+		doc: `Return the uptime: {seconds, since_iso, since_t, days, time ("H:M")},
 plus users (lines of "who -s") when who is installed.
 
 CLI Example:
 
     halite '*' status.uptime`,
-			run: statusUptime,
-		},
-		{
-			name: "loadavg",
-			doc: `Return the load averages: {"1-min", "5-min", "15-min"}.
+		run: statusUptime,
+	},
+	{
+		name: "loadavg",
+		doc: `Return the load averages: {"1-min", "5-min", "15-min"}.
 
 CLI Example:
 
     halite '*' status.loadavg`,
-			run: func(context.Context, *call) (any, error) {
-				b, err := os.ReadFile("/proc/loadavg")
+		run: func(context.Context, *call) (any, error) {
+			b, err := os.ReadFile("/proc/loadavg")
+			if err != nil {
+				return nil, commandf("status.loadavag is not available on your platform")
+			}
+			f := strings.Fields(string(b))
+			out := map[string]any{}
+			for i, k := range []string{"1-min", "5-min", "15-min"} {
+				if i >= len(f) {
+					return nil, commandf("cannot parse /proc/loadavg")
+				}
+				v, err := strconv.ParseFloat(f[i], 64)
 				if err != nil {
-					return nil, commandf("status.loadavag is not available on your platform")
+					return nil, commandf("cannot parse /proc/loadavg: %v", err)
 				}
-				f := strings.Fields(string(b))
-				out := map[string]any{}
-				for i, k := range []string{"1-min", "5-min", "15-min"} {
-					if i >= len(f) {
-						return nil, commandf("cannot parse /proc/loadavg")
-					}
-					v, err := strconv.ParseFloat(f[i], 64)
-					if err != nil {
-						return nil, commandf("cannot parse /proc/loadavg: %v", err)
-					}
-					out[k] = v
-				}
-				return out, nil
-			},
+				out[k] = v
+			}
+			return out, nil
 		},
-		{
-			name:    "diskusage",
-			varargs: true,
-			doc: `Return {mount point: {available, total}} in bytes: of every file
+	},
+	{
+		name:    "diskusage",
+		varargs: true,
+		doc: `Return {mount point: {available, total}} in bytes: of every file
 system, or of the paths (arguments starting with /) and file system types
 (globs such as ext?) given.
 
@@ -66,10 +67,11 @@ CLI Example:
     halite '*' status.diskusage
     halite '*' status.diskusage / /tmp
     halite '*' status.diskusage ext?`,
-			run: statusDiskusage,
-		},
-	}})
-}
+		run: statusDiskusage,
+	},
+}}
+
+func init() { register(modstatusModule) }
 
 func statusUptime(ctx context.Context, _ *call) (any, error) {
 	now := time.Now()

@@ -17,12 +17,13 @@ import (
 // argument can never become an option of shutdown (-h would halt).
 var atTime = regexp.MustCompile(`^(now|\+?[0-9]{1,6}|[0-9]{1,2}:[0-9]{2})$`)
 
-func init() {
-	register(module{name: "system", funcs: []function{
-		{
-			name:   "reboot",
-			params: []param{optional("at_time", nil)},
-			doc: `Reboot the device: runs "shutdown -r now", or "shutdown -r <at_time>"
+// modsystemModule is the system functions of modsystem.go: a table the linker lays out
+// as data (required, optional and calls in it would make it init code).
+var modsystemModule = module{name: "system", funcs: []function{
+	{
+		name:   "reboot",
+		params: []param{{name: "at_time"}},
+		doc: `Reboot the device: runs "shutdown -r now", or "shutdown -r <at_time>"
 with at_time the wait in minutes (or hh:mm). On a device without shutdown
 (BusyBox), runs "reboot" (with -d <seconds> for a wait in minutes). Returns
 the command's output.
@@ -31,10 +32,11 @@ CLI Example:
 
     halite '*' system.reboot
     halite '*' system.reboot at_time=5`,
-			run: systemReboot,
-		},
-	}})
-}
+		run: systemReboot,
+	},
+}}
+
+func init() { register(modsystemModule) }
 
 func systemReboot(ctx context.Context, c *call) (any, error) {
 	when := "now"

@@ -33,9 +33,6 @@ type param struct {
 	required bool
 }
 
-func required(name string) param          { return param{name: name, required: true} }
-func optional(name string, def any) param { return param{name: name, def: def} }
-
 // registry maps "module.function" to its definition. It is filled by the
 // modules' init functions and read-only afterwards.
 var registry = map[string]*function{}

@@ -15,10 +15,13 @@ import (
 // 32-bit ARM (AGENT_GCFLAGS_SMALL, AGENT_LDFLAGS_ARM, stripped), may
 // weigh, with the caller inside (halite-call is a symlink to it). Issue
 // 17's goal is 8.5 MiB; the agent with the caller, the OTA updater, the
-// chunk fetcher, sealed pillar and cp.* is 8.96 MiB as built here, so this ceiling
-// holds it at 9 MiB (no further growth) until the rest is found.
+// chunk fetcher, sealed pillar and cp.* is 9,302,178 bytes (8.87 MiB) as
+// built here, so this ceiling holds it at 9 MiB until the rest is found.
 // docs/BENCHMARKS.md, "Agent size", records the figures and the levers.
 const sizeBudget = 9 * 1024 * 1024
+
+// agentGCFlagsSmall is the Makefile's AGENT_GCFLAGS_SMALL, one argument.
+const agentGCFlagsSmall = "-gcflags=all=-l -d=maxshapelen=64,variablemakethreshold=0"
 
 // TestAgentSize builds the armv7 agent as the Makefile does and holds it
 // to sizeBudget.
@@ -28,7 +31,7 @@ func TestAgentSize(t *testing.T) {
 	}
 	bin := filepath.Join(t.TempDir(), "halite-agent")
 	// Keep in step with the Makefile's cross target for GOARCH=arm.
-	args := []string{"build", "-trimpath", "-gcflags=all=-l", "-ldflags", "-s -w -R 0x1000", "-o", bin, "."}
+	args := []string{"build", "-trimpath", agentGCFlagsSmall, "-ldflags", "-s -w -R 0x1000", "-o", bin, "."}
 	if out, err := goCmd(t, args...).CombinedOutput(); err != nil {
 		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -41,6 +44,24 @@ func TestAgentSize(t *testing.T) {
 		t.Errorf("linux/arm v7 agent: %d bytes, %d over the %d-byte ceiling (9 MiB; the goal is 8.5): "+
 			"go tool nm -size -sort size on an unstripped build says where it went", fi.Size(), fi.Size()-sizeBudget, int64(sizeBudget))
 	}
+}
+
+// TestSizeFlagsMatchMakefile: TestAgentSize builds with the Makefile's
+// AGENT_GCFLAGS_SMALL, so the size it checks is the size `make cross` ships.
+func TestSizeFlagsMatchMakefile(t *testing.T) {
+	mk, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(mk), "\n") {
+		if v, ok := strings.CutPrefix(line, "AGENT_GCFLAGS_SMALL := "); ok {
+			if v != agentGCFlagsSmall {
+				t.Fatalf("Makefile AGENT_GCFLAGS_SMALL is %q, TestAgentSize builds with %q", v, agentGCFlagsSmall)
+			}
+			return
+		}
+	}
+	t.Fatal("Makefile has no AGENT_GCFLAGS_SMALL")
 }
 
 // costly are functions of other modules that the agent's own packages must
