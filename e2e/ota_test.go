@@ -211,7 +211,10 @@ func TestOTA(t *testing.T) {
 		})
 		c.kill(c.agents["dev2"]) // the watchdog; the build on trial dies with it
 		<-done
-		if r.code != 0 {
+		// The kill may come before the job's return left the agent (it is
+		// then reported killed at the next start, after the CLI gave up):
+		// either the return or "did not return", nothing else.
+		if r.code != 0 && !strings.Contains(r.stdout+r.stderr, "Minion did not return") {
 			t.Errorf("firmware.update: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
 		c.startInstalled("dev2") // init starts B again
