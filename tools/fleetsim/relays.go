@@ -361,30 +361,7 @@ func cpuTime(pid int) time.Duration {
 }
 
 // udpSent is the machine's count of UDP datagrams sent so far.
-func udpSent() int64 {
-	b, err := os.ReadFile("/proc/net/snmp")
-	if err != nil {
-		return 0
-	}
-	var names []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 || f[0] != "Udp:" {
-			continue
-		}
-		if names == nil {
-			names = f
-			continue
-		}
-		for i, name := range names {
-			if name == "OutDatagrams" && i < len(f) {
-				v, _ := strconv.ParseInt(f[i], 10, 64)
-				return v
-			}
-		}
-	}
-	return 0
-}
+func udpSent() int64 { return udpCounters()["OutDatagrams"] }
 
 // rssKiB is a process's resident set size.
 func rssKiB(pid int) int64 {
