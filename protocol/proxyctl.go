@@ -50,3 +50,10 @@ type ProxyAnswer struct {
 }
 
 func (*ProxyAnswer) Type() Type { return TypeProxyAnswer }
+
+func (a *ProxyAnswer) validate() error {
+	if len(a.Err) > 4096 || len(a.Proxies) > 1<<15 {
+		return Errorf(KindMalformed, "proxy_answer longer than its bounds")
+	}
+	return nil
+}
