@@ -217,3 +217,51 @@ func TestProxyAdd(t *testing.T) {
 		t.Errorf("%d proxy minions after proxy.remove and a restart", all)
 	}
 }
+
+// TestProxyAddLinkHandling: the master sends proxy.add only to a relay of
+// capability 15 (an older one: a clear error, nothing sent), passes the
+// runner's options through, drops an answer no request waits for, and
+// gives the relay's refusal to the caller.
+func TestProxyAddLinkHandling(t *testing.T) {
+	tm := startMaster(t, true)
+	ident, conn := dialNew(t, tm.Addr().String())
+	old := &rawLink{conn: conn}
+	_, old.ctrl = old.open(t, ident, &protocol.Hello{ID: "evil", Caps: protocol.CapProxyAdd - 1, Relay: true})
+	_, err := tm.runner(t, "proxy.add", map[string]any{"relay": "evil", "id": "cam1", "proxytype": "http", "ip": "10.0.0.1"})
+	if err == nil || !strings.Contains(err.Error(), "relay evil is of capability 14: run-time proxy minions need capability 15") {
+		t.Errorf("proxy.add to a relay of capability 14: %v", err)
+	}
+
+	l := dialLink(t, tm, "r2")
+	done := make(chan error, 1)
+	go func() {
+		_, err := tm.runner(t, "proxy.add", map[string]any{"relay": "r2", "id": "cam1", "proxytype": "http", "ip": "10.0.0.1", "port": 8080})
+		done <- err
+	}()
+	b, err := l.ctrl.ReadFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := protocol.DecodeLink(b)
+	c, ok := msg.(*protocol.ProxyCtl)
+	if err != nil || !ok {
+		t.Fatalf("relay got %T %v, want a ProxyCtl", msg, err)
+	}
+	if c.Op != "add" || c.ID != "cam1" || c.Entry["proxytype"] != "http" || c.Entry["ip"] != "10.0.0.1" || c.Entry["relay"] != nil {
+		t.Errorf("ProxyCtl: %+v", c)
+	}
+	if err := l.ctrl.Write(&protocol.ProxyAnswer{Req: c.Req + 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.ctrl.Write(&protocol.ProxyAnswer{Req: c.Req, Err: "not in my inventory"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "relay r2 refused: not in my inventory") {
+			t.Errorf("proxy.add refused by the relay: %v", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("proxy.add did not return")
+	}
+}
