@@ -57,9 +57,10 @@ func proxyRunners(m *Master) map[string]callFunc {
 
 // proxyCtl sends c to relay id's link and returns its answer.
 func (m *Master) proxyCtl(ctx context.Context, fun, relay string, c *protocol.ProxyCtl) (*protocol.ProxyAnswer, error) {
-	m.relays.mu.RLock()
-	l := m.relays.links[relay]
-	m.relays.mu.RUnlock()
+	l, err := m.relayLinkOf(ctx, relay)
+	if err != nil {
+		return nil, err
+	}
 	if l == nil {
 		return nil, badRequest("%s: relay %q is not connected", fun, relay)
 	}
@@ -104,6 +105,31 @@ func (m *Master) proxyCtl(ctx context.Context, fun, relay string, c *protocol.Pr
 		return nil, fmt.Errorf("%s: relay %s did not answer within %s", fun, relay, proxyCtlTimeout)
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+}
+
+// relayWait is how long proxyCtl waits for the link of a relay that
+// relay_allow names and that is not connected now: the relay's events
+// (discovery/new, which a reaction turns into proxy.add) come on its
+// agent session, which may be up a moment before its link.
+const relayWait = 10 * time.Second
+
+// relayLinkOf returns relay's link; nil when it is not connected (after
+// waiting up to relayWait for a relay that relay_allow names).
+func (m *Master) relayLinkOf(ctx context.Context, relay string) (*relayLink, error) {
+	deadline := time.Now().Add(relayWait)
+	for {
+		m.relays.mu.RLock()
+		l := m.relays.links[relay]
+		m.relays.mu.RUnlock()
+		if l != nil || !m.relayAllowed(relay) || time.Now().After(deadline) {
+			return l, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 
