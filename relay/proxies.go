@@ -297,6 +297,12 @@ func (r *Relay) openProxy(ctx context.Context, l *link, p *proxySession) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.l, p.s, p.late = l, s, late
+	if p.removed.Load() {
+		// proxy.remove took it out while its session was opening: the
+		// sweeps no longer see it, so the session ends here.
+		p.closeLocked()
+		return errors.New("removed")
+	}
 	return r.proxyStatus(p, msg)
 }
 
