@@ -117,6 +117,16 @@ func TestProxyAdd(t *testing.T) {
 		{"an unknown proxytype", with("proxytype", "telnet"), "proxytype \"telnet\" is not one of"},
 		{"an unknown option", with("key_file", "/etc/shadow"), "unknown option \"key_file\""},
 		{"no relay", with("relay", "nowhere"), "relay \"nowhere\" is not connected"},
+		{"a url with credentials", with("url", "http://x:y@127.0.0.1:"+port+"/"), "without credentials"},
+		{"a url by name", with("url", "http://localhost:"+port+"/"), "must name the device's address"},
+		{"a port out of range", with("port", 70000), "port must be 1 to 65535"},
+		{"a timeout not a number", with("timeout", "soon"), "timeout must be a whole number"},
+		{"grains not a mapping", with("grains", []any{"a"}), "grains must be a mapping"},
+		{"grains too large", with("grains", map[string]any{"x": strings.Repeat("g", 20000)}), "grains must encode to at most"},
+		{"a username not a string", with("username", 7), "username must be a string"},
+		{"a health_path not a path", with("health_path", "http://evil/"), "health_path \"http://evil/\" must begin with /"},
+		{"an invalid id", with("id", "a*b"), "id \"a*b\""},
+		{"a bad MAC", with("mac", "zz"), "mac \"zz\""},
 	} {
 		_, err := tm.runner(t, "proxy.add", tc.kw)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -149,19 +159,19 @@ func TestProxyAdd(t *testing.T) {
 	}
 	tm.wheel(t, "key.accept", "gw-dyn")
 	waitFor(t, "gw-dyn up", func() bool { _, up := tr.proxyStats(); return up == 1 })
-	ping := func() {
+	ping := func(tgt string) {
 		t.Helper()
-		_, rets, _ := tm.publish(t, "G@site:depot", "test.ping", 10)
+		_, rets, missing := tm.publish(t, tgt, "test.ping", 20)
 		if rets["gw-dyn"] != true {
-			t.Fatalf("test.ping of gw-dyn: %v", rets)
+			t.Fatalf("test.ping %s: %v (missing %v)", tgt, rets, missing)
 		}
 	}
-	ping()
+	ping("G@site:depot") // its static grain, from proxy.add
 
 	// Kept across a restart of the relay.
 	tr.restart(t)
 	waitFor(t, "gw-dyn up after the relay's restart", func() bool { _, up := tr.proxyStats(); return up == 1 })
-	ping()
+	ping("gw-dyn")
 
 	// Concurrent adds, up to the bound, with lists and jobs beside them
 	// (the race detector watches the relay's proxy list).

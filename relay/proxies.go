@@ -322,8 +322,17 @@ func (r *Relay) resumeProxyOrphan(ctx context.Context, l *link, p *proxySession)
 	if o == nil {
 		return
 	}
+	last := r.store.lastSeq(o)
+	if last == 0 {
+		// Nothing waits: no session for it. One would race p's own at
+		// the master, which attaches a session after answering its
+		// Hello: the previous run's, closed at once, could replace p's
+		// and end it, losing the jobs sent meanwhile.
+		r.store.abandon(o)
+		return
+	}
 	p.mu.Lock()
-	p.seq = max(p.seq, r.store.lastSeq(o))
+	p.seq = max(p.seq, last)
 	p.mu.Unlock()
 	r.resumeOrphan(ctx, l, o)
 }
