@@ -400,7 +400,7 @@ func TestErrors(t *testing.T) {
 		{"relay option", map[string]string{"agent": "id: r1\nrelay:\n  port: 4600\n  max_devices: 0\n"}, true,
 			`D/agent:4: relay: max_devices: expected an integer from 1 to 16384, got 0`},
 		{"relay unknown", map[string]string{"agent": "relay:\n\n  listen: x\n"}, true,
-			`D/agent:3: relay: unknown relay option "listen" (known: admit, batch_delay, batch_max, chunk_cache_bytes, chunk_cache_dir, discovery, event_burst, event_rate, heartbeat, interface, max_devices, port, proxy, spool_max)`},
+			`D/agent:3: relay: unknown relay option "listen" (known: admit, batch_delay, batch_max, chunk_cache_bytes, chunk_cache_dir, discovery, event_burst, event_rate, heartbeat, interface, max_devices, port, proxy, proxy_dynamic_max, spool_max)`},
 		{"proxy no type", map[string]string{"agent": "relay:\n  proxy:\n    - id: cam1\n      proxytype: ssh\n      host: 10.0.0.5\n      username: root\n    - id: cam2\n      host: 10.0.0.6\n"}, true,
 			`D/agent:7: relay: proxy: proxy minion cam2: no proxytype (ssh, onvif, http)`},
 		{"proxy bad type", map[string]string{"agent": "relay:\n  proxy:\n    - id: cam1\n      proxytype: telnet\n"}, true,

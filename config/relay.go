@@ -58,6 +58,10 @@ type Relay struct {
 	// Proxies are the relay: proxy: list: proxy minions the relay runs
 	// for site devices that cannot run the agent (relay/proxy).
 	Proxies []Proxy
+	// ProxyDynamicMax bounds the run-time proxy minions the master may
+	// add to the relay (runner proxy.add, kept in
+	// cachedir/relay-proxies.cbor); default 256, 0: none.
+	ProxyDynamicMax int
 }
 
 // Proxy is one entry of the relay's proxy: list: a proxy minion the relay
@@ -177,7 +181,7 @@ const MaxRelayBatchDelay = 1000
 func DefaultRelay() *Relay {
 	return &Relay{Interface: "0.0.0.0", Port: 4506, MaxDevices: 10000, SpoolMax: 64 << 20,
 		EventRate: 100, EventBurst: 1000, Heartbeat: 60, Admit: 2000,
-		BatchMax: 64 << 10, BatchDelay: 5, ChunkCacheBytes: 1 << 30}
+		BatchMax: 64 << 10, BatchDelay: 5, ChunkCacheBytes: 1 << 30, ProxyDynamicMax: 256}
 }
 
 // atLine is an option's error about one line inside its value.

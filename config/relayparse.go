@@ -35,6 +35,7 @@ func relayOptions() map[string]*option[Relay] {
 			"inventories the site network: the discovery options below").with("(off)"),
 		optFunc("proxy", "list of proxy minion mappings (see below)", func(r *R, v value) error { return v.proxies(&r.Proxies) }, func(r *R) any { return len(r.Proxies) },
 			"proxy minions the relay runs for devices that cannot run the agent: the proxy options below").with("(none)"),
+		optRange("proxy_dynamic_max", 0, MaxProxies, func(r *R) *int { return &r.ProxyDynamicMax }, "run-time proxy minions the master may add (runner proxy.add, for devices in the relay's discovery inventory); 0: none"),
 	})
 }
 
@@ -358,3 +359,7 @@ func (p *Proxy) check() error {
 	}
 	return nil
 }
+
+// Check checks what one proxy entry needs for its type: the checks of
+// the relay: proxy: list, for entries made at run time (relay/dynproxy.go).
+func (p *Proxy) Check() error { return p.check() }

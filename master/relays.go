@@ -57,6 +57,8 @@ type relayLink struct {
 
 	mu      sync.Mutex
 	devices map[string]*session
+
+	waits proxyWaits // proxy.* runners' requests (proxyctl.go)
 }
 
 // relays holds the connected relays' links, by relay id.
@@ -167,6 +169,8 @@ func (m *Master) readRelayCtrl(l *relayLink) {
 		case *protocol.Pong:
 		case *protocol.Batch:
 			m.handleBatch(l, msg)
+		case *protocol.ProxyAnswer:
+			l.waits.deliver(msg)
 		case *protocol.Error:
 			ctrl.log.Info("relay closing", zap.Stringer("kind", msg.Kind), zap.String("msg", msg.Msg))
 			return

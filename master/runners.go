@@ -41,6 +41,7 @@ func (m *Master) buildRunners() map[string]callFunc {
 		orchestrateRunners(m), // orchestrate.go
 		discoveryRunners(m),   // discovery.go
 		firmwareRunners(m),    // firmware.go
+		proxyRunners(m),       // proxyctl.go
 	} {
 		maps.Copy(r, t)
 	}

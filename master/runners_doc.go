@@ -39,6 +39,28 @@ matches the glob.
 
     halite-run discovery.list relay=site-* unmanaged=True --out json
     halite-run discovery.list model='DS-2CD*'`,
+	"proxy.add": `Add a run-time proxy minion at a relay (capability 15) for a device
+the relay's discovery found: relay=, id=, proxytype= (ssh, onvif, http),
+mac= or ip= (the device as the relay's discovery inventory holds it; the
+proxy minion talks to that address only), and username=,
+password_pillar= (under the relay pillar's proxy: key), port=, url= (it
+must name the device's address), health_path=, timeout=,
+accept_new_host_key=, grains=. The relay keeps it across restarts; its
+key comes pending, "proxied by" the relay. A reaction may call it:
+runner.proxy.add.
+
+    halite-run proxy.add relay=site1 id=cam7 proxytype=onvif mac=00:11:22:33:44:55 username=admin password_pillar=proxy:cam:password`,
+	"proxy.remove": `Remove a run-time proxy minion from its relay (relay=, id=): its
+session ends and the relay forgets it; its key stays on the master
+(halite-key -d to delete it). Entries of the relay's proxy: config are
+removed there.
+
+    halite-run proxy.remove relay=site1 id=cam7`,
+	"proxy.list": `List the proxy minions of the connected relays (of capability 15), by
+relay: id, proxytype, host or url, dynamic (added at run time), state
+(down, pending, up). relay=GLOB keeps those relays.
+
+    halite-run proxy.list relay=site*`,
 	"jobs.list_jobs": `List the jobs of the job cache, by job id.
 search_function=GLOB and search_target=GLOB keep the jobs whose function
 or target match.

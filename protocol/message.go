@@ -53,6 +53,11 @@ const (
 	TypePillarGet Type = 20
 	// TypePillarData answers a PillarGet, master to agent (see PillarData).
 	TypePillarData Type = 21
+	// TypeProxyCtl asks a relay to add, remove or list run-time proxy
+	// minions, master to relay on a link's control stream (see ProxyCtl).
+	TypeProxyCtl Type = 22
+	// TypeProxyAnswer answers a ProxyCtl, relay to master (see ProxyAnswer).
+	TypeProxyAnswer Type = 23
 )
 
 var typeNames = [...]string{
@@ -64,6 +69,7 @@ var typeNames = [...]string{
 	TypeBlobGet: "blob_get", TypeBlobData: "blob_data",
 	TypeFileQuery: "file_query", TypeFileAnswer: "file_answer",
 	TypePillarGet: "pillar_get", TypePillarData: "pillar_data",
+	TypeProxyCtl: "proxy_ctl", TypeProxyAnswer: "proxy_answer",
 }
 
 func (t Type) String() string {
@@ -149,8 +155,15 @@ func Decode(frame []byte) (Message, error) {
 // agent, which never receives one, does not carry its decoder (the 32-bit
 // agents are sized to the last kilobyte).
 func DecodeLink(frame []byte) (Message, error) {
-	if len(frame) > 0 && Type(frame[0]) == TypeBatch {
-		return decodeInto(frame, new(Batch))
+	if len(frame) > 0 {
+		switch Type(frame[0]) {
+		case TypeBatch:
+			return decodeInto(frame, new(Batch))
+		case TypeProxyCtl:
+			return decodeInto(frame, new(ProxyCtl))
+		case TypeProxyAnswer:
+			return decodeInto(frame, new(ProxyAnswer))
+		}
 	}
 	return Decode(frame)
 }

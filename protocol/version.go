@@ -56,7 +56,11 @@ const ALPN = "halite/1"
 //	   hash, list, dirs, dir, template) and get a master-signed answer
 //	   (files by Manifest, fetched by chunks); relays forward both
 //	   unchanged.
-const CapabilityVersion = 14
+//	15: 2026-11-28: ProxyCtl and ProxyAnswer (types 22 and 23), on a
+//	   relay link's control stream: the master asks a relay to add,
+//	   remove or list run-time proxy minions (runners proxy.add,
+//	   proxy.remove, proxy.list).
+const CapabilityVersion = 15
 
 // CapAck is the first CapabilityVersion whose masters send Ack: an agent
 // talking to an older master drops an item from its outbox once written.
@@ -97,3 +101,6 @@ const CapSealedState = 13
 // CapFileQuery is the first CapabilityVersion whose masters answer
 // FileQuery and whose relays forward it.
 const CapFileQuery = 14
+
+// CapProxyAdd is the first CapabilityVersion whose relays take ProxyCtl.
+const CapProxyAdd = 15

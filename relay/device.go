@@ -243,7 +243,7 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 	case hello.ID == r.o.Config.ID:
 		refuse(protocol.KindWrongID, "a device may not use the relay's own id")
 		return
-	case r.proxyByID[hello.ID] != nil:
+	case r.proxyOf(hello.ID) != nil:
 		refuse(protocol.KindWrongID, "id "+hello.ID+" is a proxy minion of this relay")
 		return
 	}

@@ -197,7 +197,11 @@ func (r *Relay) runLink(ctx context.Context, addr string) error {
 // readCtrl handles the link's control stream: jobs to fan out, pings.
 func (r *Relay) readCtrl(ctx context.Context, l *link) error {
 	for {
-		msg, err := l.ctrl.Read()
+		b, err := l.ctrl.ReadFrame()
+		var msg protocol.Message
+		if err == nil {
+			msg, err = protocol.DecodeLink(b)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -207,6 +211,8 @@ func (r *Relay) readCtrl(ctx context.Context, l *link) error {
 		switch msg := msg.(type) {
 		case *protocol.Job:
 			r.fanOut(l, msg)
+		case *protocol.ProxyCtl:
+			r.proxyCtl(l, msg)
 		case *protocol.Ping:
 			if err := l.ctrl.Write(&protocol.Pong{Seq: msg.Seq}); err != nil {
 				return fmt.Errorf("send pong: %w", err)
@@ -272,7 +278,7 @@ func (r *Relay) fanOut(l *link, rj *protocol.Job) {
 			sent++
 		}
 	}
-	if len(r.proxies) > 0 {
+	if r.proxyCount() > 0 {
 		sent += r.fanOutProxies(body, func(id string, grains map[string]any) bool {
 			switch {
 			case names != nil:

@@ -44,6 +44,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,7 @@ import (
 	"github.com/quic-go/quic-go"
 	"go.uber.org/zap"
 
+	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/event"
 	"github.com/halite-fleet/halite/protocol"
 	"github.com/halite-fleet/halite/relay/proxy"
@@ -76,7 +78,12 @@ const (
 
 // proxySession is one proxy minion and its session with the master.
 type proxySession struct {
-	m    *proxy.Minion
+	m     *proxy.Minion
+	entry config.Proxy
+	// dynamic: added at run time by the master (dynproxy.go), not by the
+	// config; removed: taken out since, its session ending.
+	dynamic bool
+	removed atomic.Bool
 	priv ed25519.PrivateKey
 	log  *zap.Logger
 
@@ -102,47 +109,68 @@ type proxySession struct {
 	wmu   sync.Mutex
 }
 
-// newProxies makes the relay's proxy minions, with their keys.
+// newProxies makes the relay's proxy minions, with their keys: the
+// config's entries, then the run-time ones the master added (dynproxy.go).
 func (r *Relay) newProxies() error {
 	c := r.o.Config
-	if len(c.Relay.Proxies) == 0 {
-		return nil
-	}
-	dir := filepath.Join(c.PkiDir, "proxy")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("proxy minions' keys: %w", err)
-	}
-	hc := proxy.NewHTTPClient()
-	r.proxies = make([]*proxySession, 0, len(c.Relay.Proxies))
 	r.proxyByID = make(map[string]*proxySession, len(c.Relay.Proxies))
 	for _, e := range c.Relay.Proxies {
-		if e.ID == c.ID {
-			return fmt.Errorf("proxy minion %s (line %d): a proxy minion may not use the relay's own id", e.ID, e.Line)
-		}
-		m, err := proxy.New(proxy.Options{Entry: e, Relay: c.ID, PkiDir: c.PkiDir, Version: r.o.Version,
-			Pillar: r.o.Pillar, HTTP: hc})
+		p, err := r.makeProxy(e)
 		if err != nil {
 			return err
 		}
-		id, _, err := protocol.LoadOrCreateIdentity(dir, e.ID)
-		if err != nil {
-			return fmt.Errorf("proxy minion %s: key: %w", e.ID, err)
-		}
-		p := &proxySession{m: m, priv: id.Priv, log: r.log.With(zap.String("proxy", e.ID))}
-		p.dev = &device{id: e.ID, proxy: true, log: p.log}
 		r.proxies = append(r.proxies, p)
 		r.proxyByID[e.ID] = p
 	}
-	return nil
+	return r.loadDynamic()
+}
+
+// makeProxy makes the proxy minion of entry e, with its key.
+func (r *Relay) makeProxy(e config.Proxy) (*proxySession, error) {
+	c := r.o.Config
+	if e.ID == c.ID {
+		return nil, fmt.Errorf("proxy minion %s (line %d): a proxy minion may not use the relay's own id", e.ID, e.Line)
+	}
+	dir := filepath.Join(c.PkiDir, "proxy")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("proxy minions' keys: %w", err)
+	}
+	if r.proxyHTTP == nil {
+		r.proxyHTTP = proxy.NewHTTPClient()
+	}
+	m, err := proxy.New(proxy.Options{Entry: e, Relay: c.ID, PkiDir: c.PkiDir, Version: r.o.Version,
+		Pillar: r.o.Pillar, HTTP: r.proxyHTTP})
+	if err != nil {
+		return nil, err
+	}
+	id, _, err := protocol.LoadOrCreateIdentity(dir, e.ID)
+	if err != nil {
+		return nil, fmt.Errorf("proxy minion %s: key: %w", e.ID, err)
+	}
+	p := &proxySession{m: m, entry: e, priv: id.Priv, log: r.log.With(zap.String("proxy", e.ID))}
+	p.dev = &device{id: e.ID, proxy: true, log: p.log}
+	return p, nil
+}
+
+// proxyList returns the relay's proxy minions now (they may be added and
+// removed at run time: dynproxy.go).
+func (r *Relay) proxyList() []*proxySession {
+	r.proxyMu.RLock()
+	defer r.proxyMu.RUnlock()
+	return slices.Clone(r.proxies)
+}
+
+// proxyOf returns the proxy minion of id, or nil.
+func (r *Relay) proxyOf(id string) *proxySession {
+	r.proxyMu.RLock()
+	defer r.proxyMu.RUnlock()
+	return r.proxyByID[id]
 }
 
 // proxyLoop keeps the proxy minions' sessions until ctx ends: it opens
 // them on each new link, reads what the master sent on them, and opens
 // again those that ended.
 func (r *Relay) proxyLoop(ctx context.Context) error {
-	if len(r.proxies) == 0 {
-		return nil
-	}
 	sweep := time.NewTicker(proxySweep)
 	defer sweep.Stop()
 	var lastLink *link
@@ -155,14 +183,16 @@ func (r *Relay) proxyLoop(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			for _, p := range r.proxies {
+			for _, p := range r.proxyList() {
 				p.down(nil)
 			}
 			return nil
 		case <-sweep.C:
 		case <-r.linkChanged:
+		case <-r.proxyAdded:
+			lastTry = time.Time{} // open the new one's session now
 		}
-		for _, p := range r.proxies {
+		for _, p := range r.proxyList() {
 			r.readProxy(p)
 		}
 	}
@@ -186,7 +216,10 @@ func (r *Relay) openProxies(ctx context.Context, l *link) {
 	}
 	defer wg.Wait()
 	defer close(todo)
-	for _, p := range r.proxies {
+	for _, p := range r.proxyList() {
+		if p.removed.Load() {
+			continue
+		}
 		p.mu.Lock()
 		st, on := p.state, p.l
 		p.mu.Unlock()
@@ -264,6 +297,12 @@ func (r *Relay) openProxy(ctx context.Context, l *link, p *proxySession) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.l, p.s, p.late = l, s, late
+	if p.removed.Load() {
+		// proxy.remove took it out while its session was opening: the
+		// sweeps no longer see it, so the session ends here.
+		p.closeLocked()
+		return errors.New("removed")
+	}
 	return r.proxyStatus(p, msg)
 }
 
@@ -283,8 +322,17 @@ func (r *Relay) resumeProxyOrphan(ctx context.Context, l *link, p *proxySession)
 	if o == nil {
 		return
 	}
+	last := r.store.lastSeq(o)
+	if last == 0 {
+		// Nothing waits: no session for it. One would race p's own at
+		// the master, which attaches a session after answering its
+		// Hello: the previous run's, closed at once, could replace p's
+		// and end it, losing the jobs sent meanwhile.
+		r.store.abandon(o)
+		return
+	}
 	p.mu.Lock()
-	p.seq = max(p.seq, r.store.lastSeq(o))
+	p.seq = max(p.seq, last)
 	p.mu.Unlock()
 	r.resumeOrphan(ctx, l, o)
 }
@@ -470,7 +518,7 @@ func (r *Relay) readProxy(p *proxySession) {
 // those names lists, else those match accepts.
 func (r *Relay) fanOutProxies(body *protocol.JobBody, want func(id string, grains map[string]any) bool) int {
 	n := 0
-	for _, p := range r.proxies {
+	for _, p := range r.proxyList() {
 		p.mu.Lock()
 		st := p.state
 		p.mu.Unlock()
@@ -621,12 +669,13 @@ func (r *Relay) callProxy(p *proxySession, body *protocol.JobBody, grains map[st
 
 // proxyStats counts the proxy minions, and those whose session is up.
 func (r *Relay) proxyStats() (all, up int) {
-	for _, p := range r.proxies {
+	l := r.proxyList()
+	for _, p := range l {
 		p.mu.Lock()
 		if p.state == proxyUp {
 			up++
 		}
 		p.mu.Unlock()
 	}
-	return len(r.proxies), up
+	return len(l), up
 }

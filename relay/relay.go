@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strconv"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,9 +64,13 @@ type Relay struct {
 	store   *store
 	chunks  *chunks               // file chunks by hash (chunks.go)
 	disc    *discovery.Discoverer // nil: no discovery: section
-	// The proxy minions (proxies.go), fixed by the config.
-	proxies   []*proxySession
-	proxyByID map[string]*proxySession
+	// The proxy minions (proxies.go): the config's, then those the
+	// master added at run time (dynproxy.go), under proxyMu.
+	proxyMu    sync.RWMutex
+	proxies    []*proxySession
+	proxyByID  map[string]*proxySession
+	proxyHTTP  *http.Client
+	proxyAdded chan struct{} // wakes proxyLoop: a proxy minion was added
 	// linkChanged wakes proxyLoop when a link comes up; stopping is
 	// closed when Run begins to stop (the proxy minions' calls end).
 	linkChanged  chan struct{}
@@ -122,6 +127,7 @@ func New(o Options) (*Relay, error) {
 		// refused comes back within about a second (agent/links.go).
 		handshakes:  newBucket(c.Admit, max(c.Admit/4, 1)),
 		linkChanged: make(chan struct{}, 1),
+		proxyAdded:  make(chan struct{}, 1),
 		stopping:    make(chan struct{}),
 	}
 	if err := r.newProxies(); err != nil {

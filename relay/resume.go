@@ -293,7 +293,7 @@ func (r *Relay) resumeOrphans(ctx context.Context, l *link) {
 		return r.devices[d.id] != nil
 	}
 	r.onLink(ctx, l, func(d *device) bool {
-		if r.proxyByID[d.id] != nil {
+		if r.proxyOf(d.id) != nil {
 			return false // resumed before its own session (resumeProxyOrphan)
 		}
 		if back(d) {

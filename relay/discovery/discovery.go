@@ -383,3 +383,9 @@ func isZero(mac net.HardwareAddr) bool {
 	}
 	return true
 }
+
+// Find returns the inventory's record of the device with MAC mac (any
+// case, "" for none) or, when mac is "", the one that has address ip.
+func (d *Discoverer) Find(mac string, ip netip.Addr) (Record, bool) {
+	return d.inv.find(mac, ip)
+}

@@ -533,3 +533,32 @@ func mergeSSDP(old, add *SSDP) *SSDP {
 	}
 	return &m
 }
+
+// find returns a copy of the record of MAC mac, or of the one holding ip.
+func (inv *inventory) find(mac string, ip netip.Addr) (Record, bool) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if mac != "" {
+		hw, err := net.ParseMAC(mac)
+		if err != nil {
+			return Record{}, false
+		}
+		e := inv.rec[hw.String()]
+		if e == nil {
+			return Record{}, false
+		}
+		r := e.Record
+		r.IPs = append([]string(nil), e.IPs...)
+		return r, true
+	}
+	if !ip.IsValid() {
+		return Record{}, false
+	}
+	k, ok := inv.ip[ip]
+	if !ok || inv.rec[k] == nil {
+		return Record{}, false
+	}
+	r := inv.rec[k].Record
+	r.IPs = append([]string(nil), r.IPs...)
+	return r, true
+}
