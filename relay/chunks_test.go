@@ -8,17 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
-
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest"
 
 	"github.com/halite-fleet/halite/agent"
 	"github.com/halite-fleet/halite/agent/blob"
 	"github.com/halite-fleet/halite/config"
-	"github.com/halite-fleet/halite/internal/testwait"
-	"github.com/halite-fleet/halite/master"
 	"github.com/halite-fleet/halite/protocol"
 )
 
@@ -109,65 +103,5 @@ func TestRelayChunks(t *testing.T) {
 	}
 	if st := tr.Stats(); st.ChunkMisses != 0 || st.ChunkHits != uint64(len(m.Chunks)) {
 		t.Errorf("after restart: %d from the master, %d from the cache; want 0 and %d", st.ChunkMisses, st.ChunkHits, len(m.Chunks))
-	}
-}
-
-// TestRelayChunkWaitsForLink: a device asks for chunks while the relay's
-// link to the master is down (the master stopped): the relay holds the
-// asks and fetches them once the link is back, so the device's fetch sees
-// no failed ask (and no backoff), and gets the file whole.
-func TestRelayChunkWaitsForLink(t *testing.T) {
-	tm := startMaster(t, true)
-	tr := startRelay(t, tm, "r1", nil, nil)
-	p, data := blobFile(t, 3*protocol.ChunkSize+5)
-	a, _ := startDevice(t, tr, "cam1", nil)
-	tm.waitEvent(t, "salt/minion/cam1/start", nil)
-	if err := tm.run.stop(); err != nil {
-		t.Fatal(err)
-	}
-	testwait.For(t, waitTimeout, "the relay's link to end", func() bool { return tr.link.Load() == nil })
-
-	m, err := protocol.NewManifest(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := a.Fetcher().(*blob.Client)
-	var failed atomic.Int32
-	get := c.Get
-	c.Get = func(ctx context.Context, h []byte) ([]byte, error) {
-		b, err := get(ctx, h)
-		if err != nil {
-			failed.Add(1)
-			t.Logf("ask failed: %v", err)
-		}
-		return b, err
-	}
-	done := make(chan error, 1)
-	dst := filepath.Join(t.TempDir(), "got")
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-		defer cancel()
-		done <- c.Fetch(ctx, m, dst)
-	}()
-	testwait.For(t, waitTimeout, "the device's asks to wait at the relay", func() bool { return len(tr.chunks.slots) > 0 })
-
-	// The master again, on its port, serving the file.
-	mm, err := master.New(tm.cfg, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Named("master"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := mm.Blobs().Add(p); err != nil {
-		t.Fatal(err)
-	}
-	tm.Master = mm
-	tm.run = start(t, "master", mm.Run)
-	if err := <-done; err != nil {
-		t.Fatalf("fetch across the link's loss: %v", err)
-	}
-	if got, err := os.ReadFile(dst); err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("fetched file differs (%v)", err)
-	}
-	if n := failed.Load(); n != 0 {
-		t.Errorf("%d asks failed while the link was down, want the relay to hold them", n)
 	}
 }

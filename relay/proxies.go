@@ -84,8 +84,8 @@ type proxySession struct {
 	// config; removed: taken out since, its session ending.
 	dynamic bool
 	removed atomic.Bool
-	priv ed25519.PrivateKey
-	log  *zap.Logger
+	priv    ed25519.PrivateKey
+	log     *zap.Logger
 
 	running atomic.Int32 // calls running now
 
