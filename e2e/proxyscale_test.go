@@ -19,7 +19,10 @@ import (
 // with that many http proxy minions against one REST device of the test,
 // beside a relay with none; `halite 'gw-*' test.ping` is run seven times
 // and the median reported, with both relays' resident memory (VmRSS) once
-// the proxy minions are up and idle. Figures for docs/BENCHMARKS.md.
+// the proxy minions are up and idle, and after the pings. Figures for
+// docs/BENCHMARKS.md. It fails if the idle proxy minions, before any
+// job, cost more than 10 MiB of resident memory (10 KiB each past 1,000),
+// or a goroutine each.
 func TestProxyScale(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("HALITE_PROXY_SCALE"))
 	if n <= 0 {
@@ -51,6 +54,11 @@ func TestProxyScale(t *testing.T) {
 	t.Logf("VmRSS before any job: relay with %d proxy minions %d KiB, relay without %d KiB: %d KiB more (%.1f KiB each)",
 		n, r1, r2, r1-r2, float64(r1-r2)/float64(n))
 	t.Logf("of which: relay with %s; without %s", memStatus(t, c.agents["r1"]), memStatus(t, c.agents["r2"]))
+	// Issue 19: 1,000 idle proxy minions cost at most 10 MiB (and 10 KiB
+	// each past that).
+	if limit := max(10<<10, 10*n); r1-r2 > limit {
+		t.Errorf("%d idle proxy minions cost %d KiB of resident memory, more than %d KiB", n, r1-r2, limit)
+	}
 	t.Logf("the relay's last collections before any job:\n%s", lastGCs(c.agents["r1"].output(), 2))
 	t.Logf("the relay without proxy minions, its last collections:\n%s", lastGCs(c.agents["r2"].output(), 2))
 
