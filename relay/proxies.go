@@ -29,10 +29,16 @@ package relay
 //     goroutine of its own, bounded by the call's timeout.
 //
 // An idle proxy minion costs no goroutine: on its stream the master sends
-// nothing once the key is accepted, save an Error when it ends the
-// session, and the second KeyStatus of a pending key. One loop
-// (proxyLoop) sweeps every stream now and then with a read that does not
-// wait, and opens again the sessions that ended.
+// nothing once the key is accepted, save the acks of its returns, an Error
+// when it ends the session (with a stop to the stream's read side, which
+// cancels the stream's context), and the second KeyStatus of a pending
+// key. One loop (proxyLoop) sweeps the streams now and then with a read
+// that does not wait (of those with a pending key, returns waiting or a
+// cancelled context: readProxy), and opens again the sessions that ended.
+// Nor does it hold a logger, its key or its grains: proxySession.log adds
+// its id to the relay's logger's entries, the key signs the run's key
+// agreement once and is dropped, and the grains are made from what the
+// device said when a Hello or a job needs them (proxy.Minion.GrainsWith).
 
 import (
 	"bytes"
