@@ -202,23 +202,25 @@ func (r *Relay) proxyLoop(ctx context.Context) error {
 	defer sweep.Stop()
 	var lastLink *link
 	var lastTry time.Time
+	bulk := false
 	for {
 		l := r.link.Load()
 		if l != nil && (l != lastLink || time.Since(lastTry) >= proxyRetry) {
 			lastLink, lastTry = l, time.Now()
-			if n := r.openProxies(ctx, l); n >= proxyBulk {
-				// Opening many sessions at once (the relay's start,
-				// its link back) leaves its garbage behind: each
-				// Hello and key agreement encoded, the device asked
-				// for its grains, the handshakes' frames, the
-				// workers' stacks (and, at start, the keys read or
-				// made). The idle relay then allocates too little to
-				// make the runtime collect and return it for minutes:
-				// it would stay resident, as much as the proxy
-				// minions' own state again (GOGC's headroom). One
-				// collection, a few ms, returns it now.
-				debug.FreeOSMemory()
-			}
+			bulk = r.openProxies(ctx, l) >= proxyBulk
+		} else if bulk {
+			// Opening many sessions at once (the relay's start, its
+			// link back) leaves its garbage behind: each Hello and key
+			// agreement encoded, the device asked for its grains, the
+			// handshakes' frames, the workers' stacks, the connected
+			// events sent up (and, at start, the keys read or made).
+			// The idle relay then allocates too little to make the
+			// runtime collect and return it for minutes: it would stay
+			// resident, as much as the proxy minions' own state again
+			// (GOGC's headroom). One collection, a few ms, returns it,
+			// a sweep after the sessions opened.
+			bulk = false
+			debug.FreeOSMemory()
 		}
 		select {
 		case <-ctx.Done():
