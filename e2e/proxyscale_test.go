@@ -19,7 +19,10 @@ import (
 // with that many http proxy minions against one REST device of the test,
 // beside a relay with none; `halite 'gw-*' test.ping` is run seven times
 // and the median reported, with both relays' resident memory (VmRSS) once
-// the proxy minions are up and idle. Figures for docs/BENCHMARKS.md.
+// the proxy minions are up and idle, and after the pings. Figures for
+// docs/BENCHMARKS.md. It fails if the idle proxy minions, before any
+// job, cost more than 10 MiB of resident memory (10 KiB each past 1,000),
+// or a goroutine each.
 func TestProxyScale(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("HALITE_PROXY_SCALE"))
 	if n <= 0 {
@@ -36,8 +39,9 @@ func TestProxyScale(t *testing.T) {
 	}
 	// gctrace: the Go runtime prints each collection's live heap.
 	c.writeAgentConfig("r1", b.String())
-	c.agents["r1"] = c.startRawEnv([]string{"GODEBUG=gctrace=1"}, filepath.Join(binDir, "halite-agent"), "-c", c.agentDir("r1"), "-l", "warn")
-	c.startAgent("r2", fmt.Sprintf("relay:\n  interface: 127.0.0.1\n  port: %d\n", freeUDPPort(t)))
+	c.agents["r1"] = c.startRawEnv([]string{"GODEBUG=gctrace=1,scavtrace=1"}, filepath.Join(binDir, "halite-agent"), "-c", c.agentDir("r1"), "-l", "warn")
+	c.writeAgentConfig("r2", fmt.Sprintf("relay:\n  interface: 127.0.0.1\n  port: %d\n", freeUDPPort(t)))
+	c.agents["r2"] = c.startRawEnv([]string{"GODEBUG=gctrace=1"}, filepath.Join(binDir, "halite-agent"), "-c", c.agentDir("r2"), "-l", "warn")
 	up := time.Now()
 	waitFor(t, 5*time.Minute, fmt.Sprintf("%d proxy minions up", n), func() bool {
 		r := c.cli("halite-run", "manage.up", "--out", "json")
@@ -49,7 +53,14 @@ func TestProxyScale(t *testing.T) {
 	r1, r2 := rss(t, c.agents["r1"]), rss(t, c.agents["r2"])
 	t.Logf("VmRSS before any job: relay with %d proxy minions %d KiB, relay without %d KiB: %d KiB more (%.1f KiB each)",
 		n, r1, r2, r1-r2, float64(r1-r2)/float64(n))
+	t.Logf("of which: relay with %s; without %s", memStatus(t, c.agents["r1"]), memStatus(t, c.agents["r2"]))
+	// Issue 19: 1,000 idle proxy minions cost at most 10 MiB (and 10 KiB
+	// each past that).
+	if limit := max(10<<10, 10*n); r1-r2 > limit {
+		t.Errorf("%d idle proxy minions cost %d KiB of resident memory, more than %d KiB", n, r1-r2, limit)
+	}
 	t.Logf("the relay's last collections before any job:\n%s", lastGCs(c.agents["r1"].output(), 2))
+	t.Logf("the relay without proxy minions, its last collections:\n%s", lastGCs(c.agents["r2"].output(), 2))
 
 	var lat []time.Duration
 	for i := range 7 {
@@ -87,7 +98,6 @@ func TestProxyScale(t *testing.T) {
 	delete(c.agents, "r2")
 }
 
-// rss is a process's VmRSS in KiB.
 // lastGCs returns the last n gctrace lines of out.
 func lastGCs(out string, n int) string {
 	var gcs []string
@@ -112,6 +122,24 @@ func goroutines(t *testing.T, p *proc) int {
 	return strings.Count(p.output(), "\ngoroutine ")
 }
 
+// memStatus returns p's resident memory by kind: anonymous (heap,
+// stacks), file (its binary's pages), from /proc/<pid>/status.
+func memStatus(t *testing.T, p *proc) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.cmd.Process.Pid), "status"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && (f[0] == "RssAnon:" || f[0] == "RssFile:") {
+			out = append(out, f[0]+" "+f[1]+" KiB")
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// rss is a process's VmRSS in KiB.
 func rss(t *testing.T, p *proc) int {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.cmd.Process.Pid), "status"))

@@ -461,16 +461,37 @@ func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, v
 			return fail(protocol.KindBadSig, err.Error())
 		}
 	}
+	var replaced *session
 	if dec.Status == protocol.KeyAccepted {
 		s.rets = retroute.AgentReturners(s.log, hello.Returners)
 		if accepted != nil {
 			accepted()
 		}
+		if !hello.Relay {
+			// The minion is connected before its status goes out: once
+			// the agent (or the relay, for a proxy minion or a device
+			// behind it) reads the status, a job may be published to
+			// it, and publish sends only to attached sessions (a job
+			// sent meanwhile was not sent, and never answered).
+			if hello.Grains != nil {
+				m.minions.setGrains(hello.ID, hello.Grains)
+			}
+			replaced = m.minions.attach(s)
+		}
 	}
 	if err := s.f.Write(status); err != nil {
 		s.log.Debug("send key status", zap.Error(err))
 		s.close(protocol.KindOther, "")
+		if dec.Status == protocol.KeyAccepted && !hello.Relay {
+			m.minions.detach(s)
+		}
+		if replaced != nil {
+			replaced.close(protocol.KindOther, "replaced by a new connection")
+		}
 		return false, false
+	}
+	if replaced != nil {
+		replaced.close(protocol.KindOther, "replaced by a new connection")
 	}
 	if dec.Status != protocol.KeyAccepted {
 		// The agent retries every acceptance_wait_time: once a minute
@@ -494,14 +515,10 @@ func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, v
 	return true, false
 }
 
-// runSession serves an accepted agent's session until it ends.
+// runSession serves an accepted agent's session until it ends. admit
+// attached it already (with the Hello's grains), before its status went
+// out.
 func (m *Master) runSession(ctx context.Context, s *session, hello *protocol.Hello) {
-	if hello.Grains != nil {
-		m.minions.setGrains(hello.ID, hello.Grains)
-	}
-	if old := m.minions.attach(s); old != nil {
-		old.close(protocol.KindOther, "replaced by a new connection")
-	}
 	// A session whose handshake ended while the master began to stop
 	// missed closeAll: close it here, or Run would wait for it (an agent
 	// failing back keeps its connection alive).

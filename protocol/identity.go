@@ -54,6 +54,19 @@ func GenerateIdentity() (*Identity, error) {
 // LoadOrCreateIdentity reads dir/name.pem, or makes a new key pair and writes
 // dir/name.pem (mode 0600) and dir/name.pub. created says which happened.
 func LoadOrCreateIdentity(dir, name string) (id *Identity, created bool, err error) {
+	priv, created, err := LoadOrCreateKey(dir, name)
+	if err != nil {
+		return nil, false, err
+	}
+	id, err = NewIdentity(priv)
+	return id, created, err
+}
+
+// LoadOrCreateKey is LoadOrCreateIdentity without the identity's TLS
+// certificate, for a key that only signs (a relay's proxy minions: a
+// thousand certificates made at start would be a thousand signatures, and
+// their garbage, for nothing).
+func LoadOrCreateKey(dir, name string) (priv ed25519.PrivateKey, created bool, err error) {
 	privPath := filepath.Join(dir, name+".pem")
 	b, err := os.ReadFile(privPath)
 	switch {
@@ -66,15 +79,17 @@ func LoadOrCreateIdentity(dir, name string) (id *Identity, created bool, err err
 		if err != nil {
 			return nil, false, fmt.Errorf("read key %s: %w", privPath, err)
 		}
-		id, err := NewIdentity(priv)
-		return id, false, err
+		if len(priv) != ed25519.PrivateKeySize {
+			return nil, false, fmt.Errorf("read key %s: ed25519 private key of %d bytes", privPath, len(priv))
+		}
+		return priv, false, nil
 	case !errors.Is(err, os.ErrNotExist):
 		return nil, false, fmt.Errorf("read key: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, false, fmt.Errorf("make key dir: %w", err)
 	}
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	_, priv, err = ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, false, fmt.Errorf("generate key: %w", err)
 	}
@@ -85,8 +100,7 @@ func LoadOrCreateIdentity(dir, name string) (id *Identity, created bool, err err
 	if err := writeFileAtomic(filepath.Join(dir, name+".pub"), EncodePublicKey(pub), 0o644); err != nil {
 		return nil, false, err
 	}
-	id, err = NewIdentity(priv)
-	return id, true, err
+	return priv, true, nil
 }
 
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {

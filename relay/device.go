@@ -531,7 +531,7 @@ func (r *Relay) forwardUp(d *device, seq uint64, wire []byte) {
 func (r *Relay) spoolDropped(lost []*device) {
 	for _, od := range lost {
 		if od.proxy {
-			od.log.Error("the relay's spool dropped some of this proxy minion's returns (spool_max, or a failed write): they are lost")
+			od.log.Error("the relay's spool dropped some of this proxy minion's returns (spool_max, or a failed write): they are lost", zap.String("proxy", od.id))
 			continue
 		}
 		od.log.Warn("the relay dropped some of this device's returns or events (spool_max, or a failed write): it must send them again")

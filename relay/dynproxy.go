@@ -126,7 +126,7 @@ func (r *Relay) saveDynamicLocked() error {
 	s := savedProxies{Version: 1}
 	for _, p := range r.proxies {
 		if p.dynamic {
-			s.Entries = append(s.Entries, p.entry)
+			s.Entries = append(s.Entries, p.m.Entry())
 		}
 	}
 	b, err := protocol.Marshal(&s)
@@ -155,7 +155,8 @@ func (r *Relay) proxyCtl(l *link, c *protocol.ProxyCtl) {
 		var p *proxySession
 		if p, err = r.addProxy(c.ID, c.Entry); err == nil {
 			ans.Proxies = []map[string]any{proxyInfo(p)}
-			r.log.Info("run-time proxy minion added", zap.String("proxy", c.ID), zap.String("host", p.entry.Host+p.entry.URL))
+			e := p.m.Entry()
+			r.log.Info("run-time proxy minion added", zap.String("proxy", c.ID), zap.String("host", e.Host+e.URL))
 			r.event("halite/relay/"+r.o.Config.ID+"/proxy/"+c.ID+"/added", proxyInfo(p))
 		}
 	case "remove":
@@ -185,15 +186,16 @@ func proxyInfo(p *proxySession) map[string]any {
 	st := p.state
 	p.mu.Unlock()
 	state := map[int]string{proxyDown: "down", proxyPending: "pending", proxyUp: "up"}[st]
-	out := map[string]any{"id": p.entry.ID, "proxytype": p.entry.ProxyType, "dynamic": p.dynamic, "state": state}
-	if p.entry.Host != "" {
-		out["host"] = p.entry.Host
+	e := p.m.Entry()
+	out := map[string]any{"id": e.ID, "proxytype": e.ProxyType, "dynamic": p.dynamic, "state": state}
+	if e.Host != "" {
+		out["host"] = e.Host
 	}
-	if p.entry.URL != "" {
-		out["url"] = p.entry.URL
+	if e.URL != "" {
+		out["url"] = e.URL
 	}
-	if p.entry.Port != 0 {
-		out["port"] = p.entry.Port
+	if e.Port != 0 {
+		out["port"] = e.Port
 	}
 	return out
 }

@@ -29,10 +29,16 @@ package relay
 //     goroutine of its own, bounded by the call's timeout.
 //
 // An idle proxy minion costs no goroutine: on its stream the master sends
-// nothing once the key is accepted, save an Error when it ends the
-// session, and the second KeyStatus of a pending key. One loop
-// (proxyLoop) sweeps every stream now and then with a read that does not
-// wait, and opens again the sessions that ended.
+// nothing once the key is accepted, save the acks of its returns, an Error
+// when it ends the session (with a stop to the stream's read side, which
+// cancels the stream's context), and the second KeyStatus of a pending
+// key. One loop (proxyLoop) sweeps the streams now and then with a read
+// that does not wait (of those with a pending key, returns waiting or a
+// cancelled context: readProxy), and opens again the sessions that ended.
+// Nor does it hold a logger, its key or its grains: proxySession.log adds
+// its id to the relay's logger's entries, the key signs the run's key
+// agreement once and is dropped, and the grains are made from what the
+// device said when a Hello or a job needs them (proxy.Minion.GrainsWith).
 
 import (
 	"bytes"
@@ -44,6 +50,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -51,6 +58,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/event"
@@ -78,14 +86,21 @@ const (
 
 // proxySession is one proxy minion and its session with the master.
 type proxySession struct {
-	m     *proxy.Minion
-	entry config.Proxy
+	m *proxy.Minion
 	// dynamic: added at run time by the master (dynproxy.go), not by the
 	// config; removed: taken out since, its session ending.
 	dynamic bool
 	removed atomic.Bool
-	priv    ed25519.PrivateKey
-	log     *zap.Logger
+	// priv is the proxy minion's key until it signed the run's half of
+	// the key agreement (openProxy): every session of the run opens with
+	// that half and signature, and the key (with the expansion of it that
+	// crypto/ed25519 caches as long as it lives) is not kept.
+	priv ed25519.PrivateKey
+	pub  ed25519.PublicKey
+	// rlog is the relay's logger: p.log adds the proxy minion's id to
+	// each entry, rather than a logger of its own (zap's With clones the
+	// encoder and its buffer: 1.3 KiB a proxy minion, idle).
+	rlog *zap.Logger
 
 	running atomic.Int32 // calls running now
 
@@ -93,20 +108,25 @@ type proxySession struct {
 	// wait there (dev.pending) until the master acknowledges them.
 	dev *device
 
-	mu     sync.Mutex
-	grains map[string]any
-	state  int
-	l      *link
-	s      *quic.Stream
+	mu sync.Mutex
+	// devGrains are what the device said of itself (asked: once it was
+	// asked): the proxy minion's grains are made from them when needed
+	// (proxy.Minion.GrainsWith), not kept.
+	devGrains map[string]any
+	asked     bool
+	state     int
+	l         *link
+	s         *quic.Stream
 	// kx is the relay's run's half of the key agreement: every session
 	// of the run opens with it, so that the MAC key stays the same.
-	kx    *protocol.KX
-	mac   []byte // the MAC key agreed under kx; kept between sessions once known
-	late  []byte // grains too large for the Hello, while pending
-	seq   uint64 // of the last return
-	saved bool   // the Hello under kx is kept in the spool
-	rbuf  []byte // bytes of a frame not yet whole (proxyLoop)
-	wmu   sync.Mutex
+	kx           *protocol.KX
+	kxPub, kxSig []byte // kx's public half, signed with priv
+	mac          []byte // the MAC key agreed under kx; kept between sessions once known
+	late         []byte // grains too large for the Hello, while pending
+	seq          uint64 // of the last return
+	saved        bool   // the Hello under kx is kept in the spool
+	rbuf         []byte // bytes of a frame not yet whole (proxyLoop)
+	wmu          sync.Mutex
 }
 
 // newProxies makes the relay's proxy minions, with their keys: the
@@ -143,13 +163,20 @@ func (r *Relay) makeProxy(e config.Proxy) (*proxySession, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, _, err := protocol.LoadOrCreateIdentity(dir, e.ID)
+	priv, _, err := protocol.LoadOrCreateKey(dir, e.ID)
 	if err != nil {
 		return nil, fmt.Errorf("proxy minion %s: key: %w", e.ID, err)
 	}
-	p := &proxySession{m: m, entry: e, priv: id.Priv, log: r.log.With(zap.String("proxy", e.ID))}
-	p.dev = &device{id: e.ID, proxy: true, log: p.log}
+	p := &proxySession{m: m, priv: priv, pub: priv.Public().(ed25519.PublicKey), rlog: r.log}
+	p.dev = &device{id: e.ID, proxy: true, log: r.log}
 	return p, nil
+}
+
+// log logs msg at lvl, with p's id.
+func (p *proxySession) log(lvl zapcore.Level, msg string, fields ...zap.Field) {
+	if ce := p.rlog.Check(lvl, msg); ce != nil {
+		ce.Write(append(fields, zap.String("proxy", p.m.ID()))...)
+	}
 }
 
 // proxyList returns the relay's proxy minions now (they may be added and
@@ -175,11 +202,25 @@ func (r *Relay) proxyLoop(ctx context.Context) error {
 	defer sweep.Stop()
 	var lastLink *link
 	var lastTry time.Time
+	bulk := false
 	for {
 		l := r.link.Load()
 		if l != nil && (l != lastLink || time.Since(lastTry) >= proxyRetry) {
 			lastLink, lastTry = l, time.Now()
-			r.openProxies(ctx, l)
+			bulk = r.openProxies(ctx, l) >= proxyBulk
+		} else if bulk {
+			// Opening many sessions at once (the relay's start, its
+			// link back) leaves its garbage behind: each Hello and key
+			// agreement encoded, the device asked for its grains, the
+			// handshakes' frames, the workers' stacks, the connected
+			// events sent up (and, at start, the keys read or made).
+			// The idle relay then allocates too little to make the
+			// runtime collect and return it for minutes: it would stay
+			// resident, as much as the proxy minions' own state again
+			// (GOGC's headroom). One collection, a few ms, returns it,
+			// a sweep after the sessions opened.
+			bulk = false
+			debug.FreeOSMemory()
 		}
 		select {
 		case <-ctx.Done():
@@ -198,9 +239,13 @@ func (r *Relay) proxyLoop(ctx context.Context) error {
 	}
 }
 
+// proxyBulk is the number of sessions opened at once past which
+// proxyLoop returns their garbage to the system.
+const proxyBulk = 100
+
 // openProxies opens, on link l, the sessions of the proxy minions that
-// have none, reattachWorkers at a time.
-func (r *Relay) openProxies(ctx context.Context, l *link) {
+// have none, reattachWorkers at a time, and returns how many it tried.
+func (r *Relay) openProxies(ctx context.Context, l *link) (n int) {
 	todo := make(chan *proxySession)
 	var wg sync.WaitGroup
 	for range reattachWorkers {
@@ -209,7 +254,7 @@ func (r *Relay) openProxies(ctx context.Context, l *link) {
 			defer wg.Done()
 			for p := range todo {
 				if err := r.openProxy(ctx, l, p); err != nil {
-					p.log.Debug("proxy minion session", zap.Error(err))
+					p.log(zap.DebugLevel, "proxy minion session", zap.Error(err))
 				}
 			}
 		}()
@@ -228,29 +273,33 @@ func (r *Relay) openProxies(ctx context.Context, l *link) {
 		}
 		select {
 		case todo <- p:
+			n++
 		case <-ctx.Done():
-			return
+			return n
 		case <-l.conn.Context().Done():
-			return
+			return n
 		}
 	}
+	return n
 }
 
 // openProxy opens p's session on l: its Hello, and the master's answer.
 func (r *Relay) openProxy(ctx context.Context, l *link, p *proxySession) error {
 	p.down(nil)
 	p.mu.Lock()
-	g := p.grains
+	dg, asked := p.devGrains, p.asked
 	p.mu.Unlock()
-	if _, failed := g["proxy_error"]; g == nil || failed {
+	if _, failed := dg["proxy_error"]; !asked || failed {
 		// The device is asked once; its grains stay for the relay's run
 		// (asked again at its next session if the device did not answer).
-		g = p.m.Grains(ctx)
+		dg = p.m.DeviceGrains(ctx)
 		p.mu.Lock()
-		p.grains = g
+		p.devGrains, p.asked = dg, true
 		p.mu.Unlock()
 	}
+	g := p.m.GrainsWith(dg)
 	r.resumeProxyOrphan(ctx, l, p)
+	id := p.m.ID()
 	p.mu.Lock()
 	if p.kx == nil {
 		kx, err := protocol.NewKX()
@@ -258,14 +307,13 @@ func (r *Relay) openProxy(ctx context.Context, l *link, p *proxySession) error {
 			p.mu.Unlock()
 			return err
 		}
-		p.kx = kx
+		p.kx, p.kxPub = kx, bytes.Clone(kx.Public()) // Public's copy has room for any curve's key
+		p.kxSig = protocol.SignAgentKX(&protocol.Identity{Priv: p.priv, Pub: p.pub}, id, p.kxPub)
+		p.priv = nil
 	}
-	kx := p.kx
-	p.mu.Unlock()
-	id := p.m.ID()
-	signer := &protocol.Identity{Priv: p.priv, Pub: p.priv.Public().(ed25519.PublicKey)}
 	hello := &protocol.Hello{ID: id, Version: r.o.Version, Caps: protocol.CapabilityVersion, Grains: g,
-		KX: kx.Public(), KXSig: protocol.SignAgentKX(signer, id, kx.Public()), Pub: signer.Pub, Proxy: true}
+		KX: p.kxPub, KXSig: p.kxSig, Pub: p.pub, Proxy: true}
+	p.mu.Unlock()
 	hb, late, err := protocol.EncodeHello(hello)
 	if err != nil {
 		return fmt.Errorf("hello: %w", err)
@@ -291,11 +339,15 @@ func (r *Relay) openProxy(ctx context.Context, l *link, p *proxySession) error {
 		s.CancelWrite(0)
 		return fmt.Errorf("hello: %w", err)
 	}
-	p.dev.mu.Lock()
-	p.dev.hello = hello
-	p.dev.mu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.saved {
+		// For saveHello (proxyStatus), once a run: every session of
+		// the run opens with the same key agreement.
+		p.dev.mu.Lock()
+		p.dev.hello = hello
+		p.dev.mu.Unlock()
+	}
 	p.l, p.s, p.late = l, s, late
 	if p.removed.Load() {
 		// proxy.remove took it out while its session was opening: the
@@ -344,14 +396,14 @@ func (r *Relay) proxyStatus(p *proxySession, msg protocol.Message) error {
 		p.closeLocked()
 		if e, isErr := msg.(*protocol.Error); isErr {
 			r.proxyRefused.Add(1)
-			p.log.Warn("the master refused the proxy minion", zap.Error(e.Err()))
+			p.log(zap.WarnLevel, "the master refused the proxy minion", zap.Error(e.Err()))
 			return e.Err()
 		}
 		return fmt.Errorf("master sent %s before the key status", msg.Type())
 	}
 	switch {
 	case st.Status == protocol.KeyAccepted:
-		half := p.kx.Public()
+		half := p.kxPub
 		if err := protocol.VerifyMasterKX(p.l.masterPub, p.m.ID(), half, st.KX, st.KXSig); err != nil {
 			p.closeLocked()
 			return fmt.Errorf("master key agreement: %w", err)
@@ -371,15 +423,18 @@ func (r *Relay) proxyStatus(p *proxySession, msg protocol.Message) error {
 			// Not while the relay pins one master key: what waits was
 			// tagged for a master that does not share this one's key,
 			// and would end every session it is sent in.
-			p.log.Warn("the master agreed another MAC key than the one the waiting returns are tagged with; they are dropped")
+			p.log(zap.WarnLevel, "the master agreed another MAC key than the one the waiting returns are tagged with; they are dropped")
 			r.store.abandon(p.dev)
 		}
 		p.mac, p.late, p.state = mac, nil, proxyUp
 		if !p.saved {
 			if err := r.store.saveHello(p.dev); err != nil {
-				p.log.Debug("keep the proxy minion's hello for a restart", zap.Error(err))
+				p.log(zap.DebugLevel, "keep the proxy minion's hello for a restart", zap.Error(err))
 			}
 			p.saved = true
+			p.dev.mu.Lock()
+			p.dev.hello = nil // on disk: only a restart reads it
+			p.dev.mu.Unlock()
 		}
 		// What waited (made while the link was down, or sent on a
 		// link that went before the master acknowledged it) goes first.
@@ -393,13 +448,13 @@ func (r *Relay) proxyStatus(p *proxySession, msg protocol.Message) error {
 				return fmt.Errorf("send returns kept: %w", err)
 			}
 		}
-		p.log.Info("proxy minion connected", zap.Int("returns_kept", len(wires)))
+		p.log(zap.InfoLevel, "proxy minion connected", zap.Int("returns_kept", len(wires)))
 		r.event("halite/relay/"+r.o.Config.ID+"/proxy/"+p.m.ID()+"/connected", map[string]any{"id": p.m.ID(), "proxytype": p.m.Type()})
 		return nil
 	case st.Status == protocol.KeyPending && st.Caps >= protocol.CapKeyNotify:
 		// The master holds the stream and says when the key is decided.
 		p.state = proxyPending
-		p.log.Info("proxy minion key pending: accept it on the master (halite-key -a " + p.m.ID() + ")")
+		p.log(zap.InfoLevel, "proxy minion key pending: accept it on the master (halite-key -a "+p.m.ID()+")")
 		return nil
 	}
 	p.closeLocked()
@@ -454,6 +509,14 @@ func (r *Relay) readProxy(p *proxySession) {
 		p.closeLocked()
 		return
 	}
+	if p.state == proxyUp && len(p.rbuf) == 0 && s.Context().Err() == nil && r.store.lastSeq(p.dev) == 0 {
+		// Idle: on an accepted proxy minion's stream the master sends
+		// only the acks of its returns (none waits), and, when it ends
+		// the session, an Error and a stop to the stream's read side,
+		// which cancels its context. A read would cost a timer and its
+		// wait (the deadline just ahead), each proxy minion each sweep.
+		return
+	}
 	var buf [512]byte
 	for {
 		// A deadline just ahead: data already there is read, none is
@@ -462,7 +525,7 @@ func (r *Relay) readProxy(p *proxySession) {
 		n, err := s.Read(buf[:])
 		p.rbuf = append(p.rbuf, buf[:n]...)
 		if len(p.rbuf) > maxProxyBuf {
-			p.log.Warn("the master sent more than a proxy minion's stream may carry; session ended")
+			p.log(zap.WarnLevel, "the master sent more than a proxy minion's stream may carry; session ended")
 			p.closeLocked()
 			return
 		}
@@ -479,21 +542,21 @@ func (r *Relay) readProxy(p *proxySession) {
 			p.rbuf = p.rbuf[4+size:]
 			msg, derr := protocol.Decode(b)
 			if derr != nil {
-				p.log.Warn("master sent a frame that does not decode", zap.Error(derr))
+				p.log(zap.WarnLevel, "master sent a frame that does not decode", zap.Error(derr))
 				continue
 			}
 			switch msg := msg.(type) {
 			case *protocol.KeyStatus:
 				if p.state == proxyPending {
 					if err := r.proxyStatus(p, msg); err != nil {
-						p.log.Info("proxy minion not accepted", zap.Error(err))
+						p.log(zap.InfoLevel, "proxy minion not accepted", zap.Error(err))
 						return
 					}
 				}
 			case *protocol.Ack:
 				r.store.ack(p.dev, msg.Seq)
 			case *protocol.Error:
-				p.log.Info("the master ended the proxy minion's session", zap.Stringer("kind", msg.Kind), zap.String("msg", msg.Msg))
+				p.log(zap.InfoLevel, "the master ended the proxy minion's session", zap.Stringer("kind", msg.Kind), zap.String("msg", msg.Msg))
 				p.closeLocked()
 				r.event("halite/relay/"+r.o.Config.ID+"/proxy/"+p.m.ID()+"/disconnected", map[string]any{"id": p.m.ID(), "reason": msg.Msg})
 				return
@@ -529,9 +592,13 @@ func (r *Relay) fanOutProxies(body *protocol.JobBody, want func(id string, grain
 			r.readProxy(p)
 		}
 		p.mu.Lock()
-		up, g := p.state == proxyUp, p.grains
+		up, dg := p.state == proxyUp, p.devGrains
 		p.mu.Unlock()
-		if !up || !want(p.m.ID(), g) {
+		if !up {
+			continue
+		}
+		g := p.m.GrainsWith(dg)
+		if !want(p.m.ID(), g) {
 			continue
 		}
 		n++
@@ -565,7 +632,7 @@ func (r *Relay) runProxyJob(p *proxySession, body *protocol.JobBody, grains map[
 	rb := &protocol.ReturnBody{ID: p.m.ID(), JID: body.JID, Fun: body.Fun, FunArgs: args, Return: res.Return,
 		Retcode: res.Retcode, Success: res.Success, Stamp: event.Stamp(time.Now())}
 	if lost, err := r.keepProxyReturn(p, rb); err != nil {
-		p.log.Warn("proxy minion's return not sent", zap.String("jid", body.JID), zap.Error(err))
+		p.log(zap.WarnLevel, "proxy minion's return not sent", zap.String("jid", body.JID), zap.Error(err))
 	} else {
 		r.spoolDropped(lost)
 	}
@@ -600,7 +667,7 @@ func (r *Relay) keepProxyReturn(p *proxySession, rb *protocol.ReturnBody) ([]*de
 	if p.state == proxyUp {
 		if err := r.sendProxyWire(p, wire); err != nil {
 			// Kept: it goes when the session is back.
-			p.log.Debug("proxy minion's return kept for the next session", zap.Error(err))
+			p.log(zap.DebugLevel, "proxy minion's return kept for the next session", zap.Error(err))
 			p.closeLocked()
 		}
 	}

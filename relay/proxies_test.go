@@ -369,3 +369,37 @@ func TestProxyReturnTooLarge(t *testing.T) {
 		t.Errorf("the link came up %d more times", n-ups)
 	}
 }
+
+// TestProxyFirstJobAfterRestart: a relay restarted while the master had
+// not acknowledged a proxy minion's return sends that return in a session
+// of the previous run (resumeProxyOrphan), then opens the proxy minion's
+// session of this run; the first job after that is answered.
+func TestProxyFirstJobAfterRestart(t *testing.T) {
+	old := proxySweep
+	t.Cleanup(func() { proxySweep = old })
+	proxySweep = time.Hour // the relay reads no ack: the return still waits when it stops
+	tm := startMaster(t, true)
+	dev := proxytest.NewRESTDevice("u", "p", nil)
+	t.Cleanup(dev.Close)
+	e := []config.Proxy{{ID: "gw", ProxyType: "http", URL: dev.URL, HealthPath: "/health", Timeout: 10}}
+	tr := startRelay(t, tm, "r1", func(r *config.Relay) { r.Proxies = e }, nil)
+	waitFor(t, "gw up", func() bool { _, up := tr.proxyStats(); return up == 1 })
+	if _, rets, _ := tm.publish(t, "gw", "test.ping", 10); rets["gw"] != true {
+		t.Fatalf("test.ping: %v", rets)
+	}
+	if st := tr.Stats(); st.SpoolItems != 1 {
+		t.Fatalf("relay spool holds %d items, want the unacknowledged return", st.SpoolItems)
+	}
+	addr := tr.Addr().String()
+	if err := tr.run.stop(); err != nil {
+		t.Fatalf("relay stop: %v", err)
+	}
+	proxySweep = old
+	tr.boot(t, addr, nil)
+	waitFor(t, "gw up after the relay's restart", func() bool { _, up := tr.proxyStats(); return up == 1 })
+	_, rets, missing := tm.publish(t, "gw", "test.echo", 10, "first")
+	if rets["gw"] != "first" {
+		t.Fatalf("the first job after the relay's restart: got %v, missing %v", rets, missing)
+	}
+	waitFor(t, "the relay's spool to empty", func() bool { return tr.Stats().SpoolItems == 0 })
+}

@@ -95,8 +95,10 @@ func (d *httpDevice) ping(ctx context.Context) bool {
 	return err == nil && resp.StatusCode/100 == 2
 }
 
+// grains: an http device is not asked; its host grain is its base URL's
+// (baseGrains), not a map of its own that the relay would keep.
 func (d *httpDevice) grains(context.Context) (map[string]any, error) {
-	return map[string]any{"host": d.base.Hostname()}, nil
+	return nil, nil
 }
 
 // call runs http.query: Salt's salt/modules/http.py query(url, **kwargs)

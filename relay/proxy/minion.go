@@ -118,6 +118,9 @@ func NewHTTPClient() *http.Client {
 // ID is the proxy minion's id.
 func (m *Minion) ID() string { return m.o.Entry.ID }
 
+// Entry is its relay: proxy: entry.
+func (m *Minion) Entry() config.Proxy { return m.o.Entry }
+
 // Type is its proxytype.
 func (m *Minion) Type() string { return m.o.Entry.ProxyType }
 
@@ -146,23 +149,46 @@ func (m *Minion) baseGrains() map[string]any {
 	if e.URL != "" {
 		g["url"] = e.URL
 	}
+	if d, ok := m.drv.(*httpDevice); ok {
+		g["host"] = d.base.Hostname()
+	}
 	return g
 }
 
 // Grains returns the proxy minion's grains: its base grains, what its
 // device says of itself (asked within the call timeout; a device that
 // does not answer adds proxy_error instead), then the entry's static
-// grains, which win.
+// grains, which win. It is GrainsWith(DeviceGrains(ctx)).
 func (m *Minion) Grains(ctx context.Context) map[string]any {
-	g := m.baseGrains()
+	return m.GrainsWith(m.DeviceGrains(ctx))
+}
+
+// DeviceGrains asks the device what it says of itself, within the call
+// timeout; a device that does not answer says proxy_error instead. Its
+// answer is small and GrainsWith makes the whole set from it, so that a
+// relay's thousand idle proxy minions need not each hold the set (a map
+// of some fifteen grains: 700 bytes).
+func (m *Minion) DeviceGrains(ctx context.Context) map[string]any {
 	ctx, cancel := context.WithTimeout(ctx, m.Timeout())
 	defer cancel()
 	dg, err := m.drv.grains(ctx)
+	if err != nil {
+		out := make(map[string]any, len(dg)+1)
+		for k, v := range dg {
+			out[k] = v
+		}
+		out["proxy_error"] = err.Error()
+		return out
+	}
+	return dg
+}
+
+// GrainsWith returns the proxy minion's grains, with dg as what its
+// device says of itself (DeviceGrains): a new map each call.
+func (m *Minion) GrainsWith(dg map[string]any) map[string]any {
+	g := m.baseGrains()
 	for k, v := range dg {
 		g[k] = v
-	}
-	if err != nil {
-		g["proxy_error"] = err.Error()
 	}
 	for k, v := range m.o.Entry.Grains {
 		g[k] = v

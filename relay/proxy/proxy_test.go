@@ -195,6 +195,18 @@ func TestHTTP(t *testing.T) {
 	if r := call(m, "test.ping"); r.Return != true {
 		t.Fatalf("test.ping: %#v", r)
 	}
+	// The host grain is the base URL's; the relay keeps no grains of an
+	// http device (DeviceGrains: nil), and makes the same set from them.
+	g := m.Grains(context.Background())
+	if g["host"] != "127.0.0.1" || g["url"] != dev.URL || g["proxytype"] != "http" || g["os"] != "proxy" {
+		t.Errorf("grains: %v", g)
+	}
+	if dg := m.DeviceGrains(context.Background()); dg != nil {
+		t.Errorf("device grains of an http device: got %v, want none", dg)
+	}
+	if d := cmp.Diff(g, m.GrainsWith(nil)); d != "" {
+		t.Errorf("GrainsWith(nil) (-Grains +GrainsWith):\n%s", d)
+	}
 	r := m.Call(context.Background(), "http.query", []any{"/api/status"}, map[string]any{"method": "post", "data": "x=1"}, nil, 0)
 	want := map[string]any{"status": 200, "body": `{"method":"POST","path":"/api/status","body":"x=1"}`}
 	if d := cmp.Diff(want, r.Return); d != "" {
