@@ -148,7 +148,7 @@ func (r *Relay) makeProxy(e config.Proxy) (*proxySession, error) {
 		return nil, fmt.Errorf("proxy minion %s: key: %w", e.ID, err)
 	}
 	p := &proxySession{m: m, entry: e, priv: id.Priv, log: r.log.With(zap.String("proxy", e.ID))}
-	p.dev = &device{id: e.ID, proxy: true, log: p.log}
+	p.dev = &device{id: e.ID, proxy: true, log: r.log}
 	return p, nil
 }
 
