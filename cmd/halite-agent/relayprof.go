@@ -1,4 +1,4 @@
-//go:build relay || !(arm || mips || mipsle)
+//go:build !(arm || mips || mipsle)
 
 package main
 
@@ -16,8 +16,9 @@ import (
 
 // Profiles of a relay, for measuring (what a relay costs per device), not
 // for running a site; environment variables, like the master's
-// HALITE_CPUPROFILE, so that no option is added for them. Built only where
-// the relay is (relay.go).
+// HALITE_CPUPROFILE, so that no option is added for them. Built where the
+// relay is by default (relay.go), not into a 32-bit ARM or MIPS agent
+// built -tags relay: runtime/pprof is 0.2 MiB there (relayprof_small.go).
 //
 //	HALITE_CPUPROFILE=FILE   a CPU profile of the whole run, written when the agent stops
 //	HALITE_HEAPPROFILE=FILE  a heap profile after a collection, written each time the

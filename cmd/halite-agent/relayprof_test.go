@@ -1,4 +1,4 @@
-//go:build relay || !(arm || mips || mipsle)
+//go:build !(arm || mips || mipsle)
 
 package main
 
