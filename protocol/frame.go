@@ -15,7 +15,7 @@ import (
 // allocated for the frame. Read is for one goroutine; Write may be called
 // from many.
 type Framer struct {
-	r   *bufio.Reader
+	r   io.Reader // a *bufio.Reader, or the stream itself (NewStreamFramer)
 	max int
 
 	mu sync.Mutex
@@ -24,20 +24,32 @@ type Framer struct {
 
 // readBuffer is a Framer's read buffer: one usual frame (a job, a return,
 // an ack) in one read. A larger frame is read straight into its own
-// buffer. A relay holds two Framers per device and a master one per agent,
-// so this is paid ten thousand times over.
+// buffer. A master holds one Framer per agent, so this is paid ten
+// thousand times over (a relay's per-device Framers have none:
+// NewStreamFramer).
 const readBuffer = 1 << 10
 
 // NewFramer returns a Framer on rw whose frames are at most maxFrame bytes
 // (DefaultMaxFrame if maxFrame is 0).
 func NewFramer(rw io.ReadWriter, maxFrame int) *Framer {
+	return &Framer{r: bufio.NewReaderSize(rw, readBuffer), w: rw, max: frameLimit(maxFrame)}
+}
+
+func frameLimit(maxFrame int) int {
 	if maxFrame <= 0 {
 		maxFrame = DefaultMaxFrame
 	}
-	if maxFrame < MinMaxFrameLimit {
-		maxFrame = MinMaxFrameLimit
-	}
-	return &Framer{r: bufio.NewReaderSize(rw, readBuffer), w: rw, max: maxFrame}
+	return max(maxFrame, MinMaxFrameLimit)
+}
+
+// NewStreamFramer is NewFramer without a read buffer of its own, for a
+// QUIC stream: the stream holds what arrived until it is read, so a buffer
+// saves no system call, only a copy, and a frame costs two reads of it (the
+// length, then the body) instead of one. A relay keeps two streams per
+// device open for as long as the device is connected: that is readBuffer
+// and a bufio.Reader, about 1.1 KiB, twice per device.
+func NewStreamFramer(rw io.ReadWriter, maxFrame int) *Framer {
+	return &Framer{r: rw, w: rw, max: frameLimit(maxFrame)}
 }
 
 // ReadFrame reads one frame body. A frame over the limit is a *ProtoError of

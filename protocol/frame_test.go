@@ -39,9 +39,21 @@ func (h *headerOnly) Read(p []byte) (int, error) {
 	return copy(p, h.hdr), nil
 }
 
+// framers are the ways to make a Framer: each reads the same frames.
+var framers = []struct {
+	name string
+	new  func(io.ReadWriter, int) *Framer
+}{{"buffered", NewFramer}, {"stream", NewStreamFramer}}
+
 func TestFrameRoundTrip(t *testing.T) {
+	for _, fr := range framers {
+		t.Run(fr.name, func(t *testing.T) { testFrameRoundTrip(t, fr.new) })
+	}
+}
+
+func testFrameRoundTrip(t *testing.T, newFramer func(io.ReadWriter, int) *Framer) {
 	var buf bytes.Buffer
-	f := NewFramer(&buf, 0)
+	f := newFramer(&buf, 0)
 	msgs := []Message{
 		&Hello{ID: "web01", Version: "1", Caps: CapabilityVersion},
 		&KeyStatus{Status: KeyAccepted, Caps: 1},
@@ -56,7 +68,7 @@ func TestFrameRoundTrip(t *testing.T) {
 	}
 	// Read back through a reader that returns short reads, so a body is
 	// assembled from many pieces.
-	r := NewFramer(rw{iotest.HalfReader(&buf), io.Discard}, 0)
+	r := newFramer(rw{iotest.HalfReader(&buf), io.Discard}, 0)
 	for _, want := range msgs {
 		got, err := r.Read()
 		if err != nil {
@@ -173,19 +185,21 @@ func TestFrameReadErrors(t *testing.T) {
 		{"truncated body", append(header(10), 1, 2, 3), KindOther, io.ErrUnexpectedEOF},
 		{"header then nothing", header(10), KindOther, io.ErrUnexpectedEOF},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := NewFramer(rw{bytes.NewReader(tc.in), io.Discard}, 0)
-			b, err := f.ReadFrame()
-			if err == nil {
-				t.Fatalf("ReadFrame = %x, want error", b)
-			}
-			if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
-				t.Errorf("ReadFrame: got %v, want %v", err, tc.wantErr)
-			}
-			if got := KindOf(err); got != tc.kind {
-				t.Errorf("ReadFrame: got kind %v (%v), want %v", got, err, tc.kind)
-			}
-		})
+		for _, fr := range framers {
+			t.Run(tc.name+"/"+fr.name, func(t *testing.T) {
+				f := fr.new(rw{bytes.NewReader(tc.in), io.Discard}, 0)
+				b, err := f.ReadFrame()
+				if err == nil {
+					t.Fatalf("ReadFrame = %x, want error", b)
+				}
+				if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+					t.Errorf("ReadFrame: got %v, want %v", err, tc.wantErr)
+				}
+				if got := KindOf(err); got != tc.kind {
+					t.Errorf("ReadFrame: got kind %v (%v), want %v", got, err, tc.kind)
+				}
+			})
+		}
 	}
 	var buf bytes.Buffer
 	wantKind(t, NewFramer(&buf, 0).WriteFrame(nil), KindMalformed)

@@ -100,7 +100,7 @@ func (r *Relay) serveBlob(d *device, g *protocol.BlobGet) {
 func (r *Relay) answerBlob(d *device, reply *protocol.BlobData, release func()) {
 	b, err := protocol.Encode(reply)
 	if err != nil {
-		d.log.Warn("encode chunk", zap.Error(err))
+		d.logger().Warn("encode chunk", zap.Error(err))
 		if release != nil {
 			release()
 		}
@@ -210,7 +210,7 @@ func (r *Relay) askUp(ctx context.Context, d *device, up *sender, us *quic.Strea
 			return nil, errors.New(ans.Err) // as the master said it: the device reads its kind
 		}
 		if sha256.Sum256(ans.Data) != k {
-			d.log.Warn("the master's chunk does not match its hash; refused")
+			d.logger().Warn("the master's chunk does not match its hash; refused")
 			return nil, errors.New("the chunk from upstream does not match its hash")
 		}
 		c.misses.Add(1)

@@ -22,7 +22,9 @@ type device struct {
 	conn  *quic.Conn
 	down  *sender // frames to the device
 	limit *bucket // its returns and events
-	log   *zap.Logger
+	// log is the relay's logger (shared); logger adds the device's id and
+	// address when something is logged.
+	log *zap.Logger
 
 	// proxy: the record of one of the relay's proxy minions in its spool
 	// (proxies.go), not a connection: the spool holds the only copy of
@@ -61,6 +63,17 @@ type device struct {
 	lost    bool
 
 	once sync.Once
+}
+
+// logger is d's logger: the relay's with the device's id and, for a
+// connection, its address. It is made when something is logged, not kept:
+// with a JSON core each With costs about 650 bytes for as long as it is
+// held, and a relay holds thousands of devices that mostly log nothing.
+func (d *device) logger() *zap.Logger {
+	if d.conn == nil {
+		return d.log.With(zap.String("device", d.id))
+	}
+	return d.log.With(zap.String("device", d.id), zap.Stringer("remote", d.conn.RemoteAddr()))
 }
 
 // upHello returns the frames that open d's session upstream: its Hello,
@@ -197,7 +210,8 @@ func (d *device) close(k protocol.Kind, msg string) {
 
 // serveDevice serves one device connection until it ends.
 func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
-	log := r.log.With(zap.Stringer("remote", conn.RemoteAddr()))
+	// The device's logger is made when something is logged (device.logger).
+	log := func() *zap.Logger { return r.log.With(zap.Stringer("remote", conn.RemoteAddr())) }
 	pub, err := protocol.PeerKey(conn.ConnectionState().TLS)
 	if err != nil {
 		conn.CloseWithError(quic.ApplicationErrorCode(protocol.KindMalformed), err.Error())
@@ -210,9 +224,9 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 		conn.CloseWithError(quic.ApplicationErrorCode(protocol.KindUnexpected), "no stream")
 		return
 	}
-	f := protocol.NewFramer(r.tap(stream), protocol.DefaultMaxFrame)
+	f := protocol.NewStreamFramer(r.tap(stream), protocol.DefaultMaxFrame)
 	refuse := func(k protocol.Kind, text string) {
-		log.Warn("refusing device", zap.Stringer("kind", k), zap.String("reason", text))
+		log().Warn("refusing device", zap.Stringer("kind", k), zap.String("reason", text))
 		if b, err := protocol.Encode(&protocol.Error{Kind: k, Msg: text}); err == nil {
 			stream.SetWriteDeadline(time.Now().Add(time.Second))
 			f.WriteFrame(b)
@@ -232,7 +246,6 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 		refuse(protocol.KindOf(err), err.Error())
 		return
 	}
-	log = log.With(zap.String("device", hello.ID))
 	switch {
 	case hello.Relay:
 		refuse(protocol.KindForbidden, "relays do not chain: point this relay at the master")
@@ -247,7 +260,7 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 		refuse(protocol.KindWrongID, "id "+hello.ID+" is a proxy minion of this relay")
 		return
 	}
-	d := &device{id: hello.ID, pub: pub, conn: conn, hello: hello, fwdHello: fwd, fwdLate: late, log: log,
+	d := &device{id: hello.ID, pub: pub, conn: conn, hello: hello, fwdHello: fwd, fwdLate: late, log: r.log,
 		limit: newBucket(r.conf.EventRate, r.conf.EventBurst)}
 	d.down = newSender(stream, &r.wg, func() { d.close(protocol.KindRateLimited, "device does not keep up") })
 
@@ -282,7 +295,9 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 		r.mu.Unlock()
 	})
 	defer handshook()
-	defer func() {
+	// gone ends the device's session here; once readDevice has it, that
+	// goroutine calls it instead.
+	gone := func() {
 		d.close(protocol.KindOther, "")
 		r.mu.Lock()
 		if r.devices[d.id] == d {
@@ -291,12 +306,18 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 		r.mu.Unlock()
 		r.store.forget(d, ctx.Err() != nil)
 		if d.accepted.Load() {
-			log.Info("device disconnected")
+			d.logger().Info("device disconnected")
 			// Not while the relay stops: its agent's outbox is closing too,
 			// and the master sees the relay go.
 			if ctx.Err() == nil {
 				r.event(r.deviceTag(d.id, "disconnected"), map[string]any{"id": d.id})
 			}
+		}
+	}
+	reading := false
+	defer func() {
+		if !reading {
+			gone()
 		}
 	}()
 
@@ -367,12 +388,23 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 		old.close(protocol.KindOther, "replaced by a new connection")
 	}
 	if err := r.store.saveHello(d); err != nil {
-		log.Debug("keep the device's hello for a restart", zap.Error(err))
+		d.logger().Debug("keep the device's hello for a restart", zap.Error(err))
 	}
 	r.attach(ctx, l, d, us, uf)
-	log.Info("device connected")
+	d.logger().Info("device connected")
 	r.event(r.deviceTag(d.id, "connected"), map[string]any{"id": d.id, "finger": protocol.Fingerprint(pub)})
-	r.readDevice(d, f)
+	// The device is read for as long as it stays, by a goroutine of its
+	// own: this one's stack grew with the handshake (Hello, upstream,
+	// logs, events) and, parked under this function's frame, would not
+	// shrink again. One per device, so its stack is paid thousands of
+	// times over.
+	reading = true
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer gone()
+		r.readDevice(d, f)
+	}()
 }
 
 // helloSlots bounds the devices' Hellos the relay decodes at once. A
@@ -417,7 +449,7 @@ func (r *Relay) decodeHello(b []byte, pub ed25519.PublicKey, deadline time.Time)
 func (r *Relay) readDevice(d *device, f *protocol.Framer) {
 	drop := func(k protocol.Kind, why string) {
 		r.droppedDevices.Add(1)
-		d.log.Warn("dropping device", zap.Stringer("kind", k), zap.String("reason", why))
+		d.logger().Warn("dropping device", zap.Stringer("kind", k), zap.String("reason", why))
 		r.event(r.deviceTag(d.id, "dropped"), map[string]any{"id": d.id, "kind": k.String(), "reason": why})
 		d.close(k, why)
 	}
@@ -531,10 +563,10 @@ func (r *Relay) forwardUp(d *device, seq uint64, wire []byte) {
 func (r *Relay) spoolDropped(lost []*device) {
 	for _, od := range lost {
 		if od.proxy {
-			od.log.Error("the relay's spool dropped some of this proxy minion's returns (spool_max, or a failed write): they are lost", zap.String("proxy", od.id))
+			od.logger().Error("the relay's spool dropped some of this proxy minion's returns (spool_max, or a failed write): they are lost")
 			continue
 		}
-		od.log.Warn("the relay dropped some of this device's returns or events (spool_max, or a failed write): it must send them again")
+		od.logger().Warn("the relay dropped some of this device's returns or events (spool_max, or a failed write): it must send them again")
 		if !od.attached() {
 			continue // told when its session resumes (attach)
 		}

@@ -314,7 +314,7 @@ func (r *Relay) openUp(ctx context.Context, l *link, d *device) (*quic.Stream, *
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open device stream: %w", err)
 	}
-	f := protocol.NewFramer(r.tap(s), protocol.DefaultMaxFrame)
+	f := protocol.NewStreamFramer(r.tap(s), protocol.DefaultMaxFrame)
 	hb, late, err := d.upHello()
 	if err == nil {
 		s.SetWriteDeadline(time.Now().Add(handshakeTimeout))
@@ -424,7 +424,7 @@ func (r *Relay) onLink(ctx context.Context, l *link, want func(*device) bool, al
 func (r *Relay) reattach(ctx context.Context, l *link, d *device) {
 	s, f, msg, err := r.openUp(ctx, l, d)
 	if err != nil {
-		d.log.Debug("resume device session", zap.Error(err))
+		d.logger().Debug("resume device session", zap.Error(err))
 		return
 	}
 	st, ok := msg.(*protocol.KeyStatus)
@@ -494,7 +494,7 @@ func (r *Relay) readUp(ctx context.Context, l *link, d *device, up *sender, s *q
 		}
 		msg, err := protocol.Decode(b)
 		if err != nil {
-			d.log.Warn("master sent a frame that does not decode", zap.Error(err))
+			d.logger().Warn("master sent a frame that does not decode", zap.Error(err))
 			continue
 		}
 		switch msg := msg.(type) {
@@ -531,7 +531,7 @@ func (r *Relay) readUp(ctx context.Context, l *link, d *device, up *sender, s *q
 			d.close(msg.Kind, msg.Msg)
 			return
 		default:
-			d.log.Warn("unexpected message from the master for a device", zap.Stringer("type", msg.Type()))
+			d.logger().Warn("unexpected message from the master for a device", zap.Stringer("type", msg.Type()))
 		}
 	}
 }

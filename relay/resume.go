@@ -122,7 +122,7 @@ func (s *store) load() error {
 			lost += len(items)
 			continue
 		}
-		d := &device{id: id, hello: h, pending: items, log: s.log.With(zap.String("device", id))}
+		d := &device{id: id, hello: h, pending: items, log: s.log}
 		for _, it := range items {
 			it.d = d
 			it.seg.live++
@@ -310,7 +310,7 @@ func (r *Relay) resumeOrphans(ctx context.Context, l *link) {
 func (r *Relay) resumeOrphan(ctx context.Context, l *link, d *device) {
 	s, f, msg, err := r.openUp(ctx, l, d)
 	if err != nil {
-		d.log.Debug("resume the session of a device of the previous run", zap.Error(err))
+		d.logger().Debug("resume the session of a device of the previous run", zap.Error(err))
 		return
 	}
 	defer func() {
@@ -318,7 +318,7 @@ func (r *Relay) resumeOrphan(ctx context.Context, l *link, d *device) {
 		s.Close()
 	}()
 	if st, ok := msg.(*protocol.KeyStatus); !ok || st.Status != protocol.KeyAccepted {
-		d.log.Info("the master refused to resume the session of a device of the previous run; its items are dropped")
+		d.logger().Info("the master refused to resume the session of a device of the previous run; its items are dropped")
 		r.store.abandon(d)
 		return
 	}
@@ -350,7 +350,7 @@ func (r *Relay) resumeOrphan(ctx context.Context, l *link, d *device) {
 			r.store.ack(d, msg.Seq)
 			if msg.Seq >= last {
 				r.store.abandon(d) // nothing left: removes the orphan
-				d.log.Info("delivered what a device of the previous run had sent", zap.Int("items", len(wires)))
+				d.logger().Info("delivered what a device of the previous run had sent", zap.Int("items", len(wires)))
 				return
 			}
 		case *protocol.Ping:

@@ -26,6 +26,11 @@ func runRelay(ctx context.Context, cfg *config.Agent, a *agent.Agent, log *zap.L
 	if err != nil {
 		return err
 	}
+	stopProfiles, err := startRelayProfiles(ctx, log) // relayprof.go
+	if err != nil {
+		return err
+	}
+	defer stopProfiles()
 	g, gctx := errgroup.WithContext(ctx)
 	rctx, stop := context.WithCancel(gctx)
 	// The relay stops with the agent (an update hands over when the

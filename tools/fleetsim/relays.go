@@ -156,6 +156,10 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	rss1, mrss1 := rssKiB(child.Process.Pid), rssKiB(m.cmd.Process.Pid)
 	srss1, sgor := rssKiB(os.Getpid()), runtime.NumGoroutine()
 	atConnect := watcher.sample()
+	if *hold > 0 {
+		fmt.Fprintf(os.Stderr, "fleetsim: %d devices connected; holding %s\n", n, *hold)
+		time.Sleep(*hold)
+	}
 	// A round in which some device did not return (its session was being
 	// re-established when the job went out) is counted, not timed.
 	var times []time.Duration
