@@ -281,8 +281,12 @@ func TestNetnsFlood(t *testing.T) {
 			onvif++
 		}
 	}
-	if onvif == 0 {
-		t.Error("no spoofed WS-Discovery answer reached the inventory: the flood did not flood")
+	// The ARP flood can fill the inventory before the first probe's
+	// answers come (a quiet machine sends ARP replies faster): then the
+	// WS-Discovery flood shows as more packets decoded than one method's
+	// budget allows.
+	if rate := float64(after.Stats.Handled-before.Stats.Handled) / took.Seconds(); onvif == 0 && rate <= maxHandled*1.2 {
+		t.Errorf("no spoofed WS-Discovery answer reached the inventory and %.0f packets/s decoded, within one method's budget (%d): the WS-Discovery flood did not flood", rate, maxHandled)
 	}
 	if ev := after.Stats.Events - before.Stats.Events; float64(ev) > eventsPerSecond*(took.Seconds()+2) {
 		t.Errorf("%d events in %v, over %d a second", ev, took, eventsPerSecond)
