@@ -370,6 +370,10 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 		}
 		return
 	}
+	status := time.Now()
+	if r.beforeTakeIn != nil {
+		r.beforeTakeIn(d.id)
+	}
 	if err := d.acceptedNow(); err != nil {
 		us.CancelRead(0)
 		us.Close()
@@ -378,11 +382,12 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 	}
 	// The id is this device's now: the master accepted its key. Another
 	// connection under it (this device's previous one, or another key the
-	// master accepted before) is replaced.
-	r.mu.Lock()
-	old := r.devices[d.id]
-	r.devices[d.id] = d
-	r.mu.Unlock()
+	// master accepted before) is replaced. Jobs fanned out while the
+	// status was on its way go to it now (recent.go).
+	old, missed := r.takeIn(d, status)
+	for _, w := range missed {
+		d.sendWithAck(w)
+	}
 	handshook()
 	if old != nil {
 		old.close(protocol.KindOther, "replaced by a new connection")

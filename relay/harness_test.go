@@ -232,6 +232,9 @@ type testRelay struct {
 	cfg     *config.Agent
 	run     *runner
 	maxCaps uint32 // plays a master of at most this capability (0: the master's)
+	// beforeTakeIn runs between the relay reading a device's accepted
+	// status and taking the device in (Relay.beforeTakeIn).
+	beforeTakeIn func(id string)
 }
 
 func agentConfig(t *testing.T, id string, masters ...string) *config.Agent {
@@ -282,6 +285,7 @@ func (tr *testRelay) boot(t *testing.T, listen string, tamper func(typ protocol.
 	}
 	r.tamper = tamper
 	r.maxCaps = tr.maxCaps
+	r.beforeTakeIn = tr.beforeTakeIn
 	tr.Relay, tr.agent = r, a
 	tr.run = start(t, "relay "+tr.cfg.ID, func(ctx context.Context) error {
 		ctx, cancel := context.WithCancel(ctx)

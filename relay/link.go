@@ -259,20 +259,10 @@ func (r *Relay) fanOut(l *link, rj *protocol.Job) {
 	}
 	sent := 0
 	mn := targets.Minion{}
-	for _, d := range r.snapshot() {
-		if !d.accepted.Load() {
+	j := recentJob{at: time.Now(), wire: wire, names: names, match: match}
+	for _, d := range r.fanOutTo(j) {
+		if !d.accepted.Load() || !j.wants(d, &mn) {
 			continue
-		}
-		switch {
-		case names != nil:
-			if !names[d.id] {
-				continue
-			}
-		case match != nil:
-			mn.ID, mn.Grains = d.id, d.grains()
-			if !match.Match(&mn) {
-				continue
-			}
 		}
 		if d.sendWithAck(wire) {
 			sent++

@@ -102,6 +102,14 @@ type Relay struct {
 	// maxCaps, set only by tests, caps the capability the master tells
 	// the link (0: as told), to play an older master.
 	maxCaps uint32
+	// beforeTakeIn, set only by tests, runs between reading a device's
+	// accepted status and taking the device in.
+	beforeTakeIn func(id string)
+
+	// The jobs fanned out in the last recentJobAge (recent.go).
+	recentMu    sync.Mutex
+	recent      []recentJob
+	recentBytes int
 }
 
 // New checks the options; Run starts the relay.

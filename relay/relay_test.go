@@ -58,6 +58,51 @@ func TestRelayJobs(t *testing.T) {
 	}
 }
 
+// TestRelayJobBeforeTakeIn: a job the master publishes to a device the
+// moment it accepted it comes on the link's control stream while the
+// relay may still be handling the device's accepted status (another
+// stream): the relay gives it the jobs fanned out meanwhile. Before
+// recent.go the job went to nobody and the ping timed out (TestRelayEnrolment
+// failed that way now and then on a loaded machine).
+func TestRelayJobBeforeTakeIn(t *testing.T) {
+	tm := startMaster(t, true)
+	reached, release := make(chan struct{}), make(chan struct{})
+	tr := startRelay(t, tm, "r1", nil, nil, func(tr *testRelay) {
+		tr.beforeTakeIn = func(id string) {
+			if id == "cam1" {
+				close(reached)
+				<-release
+			}
+		}
+	})
+	tm.waitEvent(t, "salt/minion/r1/start", nil)
+	startDevice(t, tr, "cam1", map[string]any{"role": "camera"})
+	select {
+	case <-reached:
+	case <-time.After(waitTimeout):
+		t.Fatal("the relay never read cam1's accepted status")
+	}
+	// The master attached cam1 before it wrote the status: it publishes
+	// to it now, by target and by name, while the relay holds cam1.
+	type answer struct{ got []string }
+	pub := func(tgt string) chan answer {
+		c := make(chan answer, 1)
+		go func() {
+			got, _, _ := tm.publish(t, tgt, "test.ping", 10)
+			c <- answer{got}
+		}()
+		return c
+	}
+	byGlob, byGrain := pub("cam1"), pub("G@role:camera")
+	time.Sleep(700 * time.Millisecond) // the jobs reach the relay and are fanned out
+	close(release)
+	for name, c := range map[string]chan answer{"glob": byGlob, "grain": byGrain} {
+		if a := <-c; !cmp.Equal(a.got, []string{"cam1"}) {
+			t.Errorf("test.ping by %s published while the relay took cam1 in: returned %v, want [cam1]", name, a.got)
+		}
+	}
+}
+
 // TestRelayEnrolment: a device's key goes pending through the relay,
 // halite-key accepts it, and deletion reaches the device.
 func TestRelayEnrolment(t *testing.T) {
