@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/halite-fleet/halite/internal/profile"
 )
 
 // TestRelayProfiles checks that HALITE_HEAPPROFILE writes a heap profile
@@ -20,8 +22,8 @@ import (
 func TestRelayProfiles(t *testing.T) {
 	dir := t.TempDir()
 	heap, cpu := filepath.Join(dir, "heap.pprof"), filepath.Join(dir, "cpu.pprof")
-	t.Setenv(heapProfileEnv, heap)
-	t.Setenv(cpuProfileEnv, cpu)
+	t.Setenv(profile.HeapEnv, heap)
+	t.Setenv(profile.CPUEnv, cpu)
 	stop, err := startRelayProfiles(context.Background(), zap.NewNop())
 	if err != nil {
 		t.Fatalf("startRelayProfiles: %v", err)
@@ -47,16 +49,16 @@ func TestRelayProfiles(t *testing.T) {
 	if err != nil || !bytes.HasPrefix(c, gz) {
 		t.Errorf("CPU profile after stop: %d bytes, %v; want a gzipped profile", len(c), err)
 	}
-	if _, err := os.Stat(heap + ".tmp"); !os.IsNotExist(err) {
-		t.Errorf("heap profile's temporary file left behind: %v", err)
+	if left, _ := filepath.Glob(filepath.Join(dir, ".tmp-*")); len(left) > 0 {
+		t.Errorf("heap profile's temporary files left behind: %v", left)
 	}
 }
 
 // TestRelayProfilesOff checks that with neither variable set nothing is
 // started.
 func TestRelayProfilesOff(t *testing.T) {
-	t.Setenv(heapProfileEnv, "")
-	t.Setenv(cpuProfileEnv, "")
+	t.Setenv(profile.HeapEnv, "")
+	t.Setenv(profile.CPUEnv, "")
 	stop, err := startRelayProfiles(context.Background(), zap.NewNop())
 	if err != nil {
 		t.Fatalf("startRelayProfiles: %v", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/halite-fleet/halite/config"
 	"github.com/halite-fleet/halite/internal/cli"
 	"github.com/halite-fleet/halite/internal/daemon"
+	"github.com/halite-fleet/halite/internal/profile"
 	"github.com/halite-fleet/halite/internal/version"
 	"github.com/halite-fleet/halite/master"
 )
@@ -99,7 +100,7 @@ func run(ctx context.Context, o options, hup <-chan os.Signal, stdout, stderr io
 			return err
 		}
 	}
-	stopProfile, err := startCPUProfile()
+	stopProfile, err := profile.StartCPU()
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package main
+package profile
 
 import (
 	"bytes"
@@ -8,14 +8,14 @@ import (
 	"testing"
 )
 
-// TestCPUProfile: HALITE_CPUPROFILE makes the master write a CPU profile
+// TestCPUProfile: HALITE_CPUPROFILE makes the program write a CPU profile
 // (pprof's gzip-compressed protobuf) when it stops; unset, nothing is
 // written; a path that cannot be created is an error naming the variable.
 func TestCPUProfile(t *testing.T) {
 	dir := t.TempDir()
 	t.Run("unset", func(t *testing.T) {
-		t.Setenv(cpuProfileEnv, "")
-		stop, err := startCPUProfile()
+		t.Setenv(CPUEnv, "")
+		stop, err := StartCPU()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -25,8 +25,8 @@ func TestCPUProfile(t *testing.T) {
 	})
 	t.Run("written", func(t *testing.T) {
 		path := filepath.Join(dir, "master.pprof")
-		t.Setenv(cpuProfileEnv, path)
-		stop, err := startCPUProfile()
+		t.Setenv(CPUEnv, path)
+		stop, err := StartCPU()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,10 +47,10 @@ func TestCPUProfile(t *testing.T) {
 		}
 	})
 	t.Run("bad path", func(t *testing.T) {
-		t.Setenv(cpuProfileEnv, filepath.Join(dir, "no", "such", "dir", "p"))
-		_, err := startCPUProfile()
-		if err == nil || !strings.Contains(err.Error(), cpuProfileEnv) {
-			t.Fatalf("err = %v, want an error naming %s", err, cpuProfileEnv)
+		t.Setenv(CPUEnv, filepath.Join(dir, "no", "such", "dir", "p"))
+		_, err := StartCPU()
+		if err == nil || !strings.Contains(err.Error(), CPUEnv) {
+			t.Fatalf("err = %v, want an error naming %s", err, CPUEnv)
 		}
 	})
 }
