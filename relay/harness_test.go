@@ -235,6 +235,8 @@ type testRelay struct {
 	// beforeTakeIn runs between the relay reading a device's accepted
 	// status and taking the device in (Relay.beforeTakeIn).
 	beforeTakeIn func(id string)
+	// holdProxyStatus: Relay.holdProxyStatus.
+	holdProxyStatus func(id string) bool
 }
 
 func agentConfig(t *testing.T, id string, masters ...string) *config.Agent {
@@ -286,6 +288,7 @@ func (tr *testRelay) boot(t *testing.T, listen string, tamper func(typ protocol.
 	r.tamper = tamper
 	r.maxCaps = tr.maxCaps
 	r.beforeTakeIn = tr.beforeTakeIn
+	r.holdProxyStatus = tr.holdProxyStatus
 	tr.Relay, tr.agent = r, a
 	tr.run = start(t, "relay "+tr.cfg.ID, func(ctx context.Context) error {
 		ctx, cancel := context.WithCancel(ctx)

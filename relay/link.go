@@ -259,7 +259,7 @@ func (r *Relay) fanOut(l *link, rj *protocol.Job) {
 	}
 	sent := 0
 	mn := targets.Minion{}
-	j := recentJob{at: time.Now(), wire: wire, names: names, match: match}
+	j := recentJob{at: time.Now(), wire: wire, body: body, names: names, match: match}
 	for _, d := range r.fanOutTo(j) {
 		if !d.accepted.Load() || !j.wants(d, &mn) {
 			continue
@@ -270,13 +270,7 @@ func (r *Relay) fanOut(l *link, rj *protocol.Job) {
 	}
 	if r.proxyCount() > 0 {
 		sent += r.fanOutProxies(body, func(id string, grains map[string]any) bool {
-			switch {
-			case names != nil:
-				return names[id]
-			case match != nil:
-				return match.Match(&targets.Minion{ID: id, Grains: grains})
-			}
-			return true
+			return j.wantsMinion(id, grains, &targets.Minion{})
 		})
 	}
 	if ce := r.log.Check(zap.DebugLevel, "fanned out job"); ce != nil {

@@ -103,6 +103,8 @@ type proxySession struct {
 	rlog *zap.Logger
 
 	running atomic.Int32 // calls running now
+	// ran holds the ids of the last jobs it ran (firstRun), under mu.
+	ran [4]string
 
 	// dev is the proxy minion as the relay's spool knows it: its returns
 	// wait there (dev.pending) until the master acknowledges them.
@@ -449,6 +451,13 @@ func (r *Relay) proxyStatus(p *proxySession, msg protocol.Message) error {
 			}
 		}
 		p.log(zap.InfoLevel, "proxy minion connected", zap.Int("returns_kept", len(wires)))
+		// Jobs the master published once it had attached the session
+		// may have been fanned out before this status was read.
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.replayProxy(p)
+		}()
 		r.event("halite/relay/"+r.o.Config.ID+"/proxy/"+p.m.ID()+"/connected", map[string]any{"id": p.m.ID(), "proxytype": p.m.Type()})
 		return nil
 	case st.Status == protocol.KeyPending && st.Caps >= protocol.CapKeyNotify:
@@ -507,6 +516,9 @@ func (r *Relay) readProxy(p *proxySession) {
 	}
 	if p.l.conn.Context().Err() != nil {
 		p.closeLocked()
+		return
+	}
+	if p.state == proxyPending && r.holdProxyStatus != nil && r.holdProxyStatus(p.m.ID()) {
 		return
 	}
 	if p.state == proxyUp && len(p.rbuf) == 0 && s.Context().Err() == nil && r.store.lastSeq(p.dev) == 0 {
@@ -598,7 +610,7 @@ func (r *Relay) fanOutProxies(body *protocol.JobBody, want func(id string, grain
 			continue
 		}
 		g := p.m.GrainsWith(dg)
-		if !want(p.m.ID(), g) {
+		if !want(p.m.ID(), g) || !p.firstRun(body.JID) {
 			continue
 		}
 		n++
@@ -745,4 +757,20 @@ func (r *Relay) proxyStats() (all, up int) {
 		p.mu.Unlock()
 	}
 	return len(l), up
+}
+
+// firstRun records jid as run by p and reports whether it was not already:
+// a job fanned out and replayed (replayProxy) runs once, as an agent
+// refuses a job id it took.
+func (p *proxySession) firstRun(jid string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, j := range p.ran {
+		if j == jid {
+			return false
+		}
+	}
+	copy(p.ran[1:], p.ran[:len(p.ran)-1])
+	p.ran[0] = jid
+	return true
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -402,4 +403,62 @@ func TestProxyFirstJobAfterRestart(t *testing.T) {
 		t.Fatalf("the first job after the relay's restart: got %v, missing %v", rets, missing)
 	}
 	waitFor(t, "the relay's spool to empty", func() bool { return tr.Stats().SpoolItems == 0 })
+}
+
+// TestProxyJobBeforeStatusRead: the master attaches a proxy minion's
+// session when its key is accepted and may publish to it at once, but the
+// relay reads the accepted status from the proxy minion's stream only in
+// its sweep or on a job (up to 2 s later, or after the job if the status
+// comes behind it): the job fanned out meanwhile runs once the status is
+// read. Before replayProxy it was never run (seen in CI: TestProxyMinions'
+// first ping, a proxy minion "did not return").
+func TestProxyJobBeforeStatusRead(t *testing.T) {
+	tm := startMaster(t, false)
+	dev := proxytest.NewRESTDevice("u", "p", nil)
+	t.Cleanup(dev.Close)
+	var hold atomic.Bool
+	e := []config.Proxy{{ID: "gw", ProxyType: "http", URL: dev.URL, HealthPath: "/health", Timeout: 10}}
+	tr := startRelay(t, tm, "r1", func(r *config.Relay) { r.Proxies = e }, nil, func(tr *testRelay) {
+		tr.holdProxyStatus = func(id string) bool { return id == "gw" && hold.Load() }
+	})
+	tm.waitEvent(t, "salt/auth", idIs("r1"))
+	tm.wheel(t, "key.accept", "r1")
+	tm.waitEvent(t, "salt/auth", func(d map[string]any) bool { return d["id"] == "gw" && d["act"] == "pend" })
+	waitFor(t, "gw pending at the relay", func() bool {
+		for _, p := range tr.proxyList() {
+			p.mu.Lock()
+			st := p.state
+			p.mu.Unlock()
+			if st == proxyPending {
+				return true
+			}
+		}
+		return false
+	})
+	hold.Store(true)
+	tm.wheel(t, "key.accept", "gw")
+	tm.waitEvent(t, "salt/minion/gw/start", nil)
+	type answer struct {
+		rets    map[string]any
+		missing []string
+	}
+	c := make(chan answer, 1)
+	go func() {
+		_, rets, missing := tm.publish(t, "gw", "test.echo", 10, "first")
+		c <- answer{rets, missing}
+	}()
+	time.Sleep(700 * time.Millisecond) // the job reaches the relay, which has not read gw's status
+	hold.Store(false)
+	a := <-c
+	if a.rets["gw"] != "first" {
+		t.Fatalf("a job published as gw's key was accepted: got %v, missing %v", a.rets, a.missing)
+	}
+	// Run once: a second publish's return is its own, and the echo is not
+	// run again by a later sweep's replay.
+	if _, rets, _ := tm.publish(t, "gw", "test.echo", 10, "second"); rets["gw"] != "second" {
+		t.Fatalf("second job: got %v", rets)
+	}
+	if n := tr.proxyReturns.Load(); n != 2 {
+		t.Errorf("the relay made %d proxy returns, want 2 (each job run once)", n)
+	}
 }

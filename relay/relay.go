@@ -105,6 +105,10 @@ type Relay struct {
 	// beforeTakeIn, set only by tests, runs between reading a device's
 	// accepted status and taking the device in.
 	beforeTakeIn func(id string)
+	// holdProxyStatus, set only by tests, makes the relay leave a pending
+	// proxy minion's stream unread while it says true (a status that has
+	// not come yet).
+	holdProxyStatus func(id string) bool
 
 	// The jobs fanned out in the last recentJobAge (recent.go).
 	recentMu    sync.Mutex

@@ -7,6 +7,8 @@
 #   2d. The fleet simulator behind relays: RELAY_N devices behind RELAY_R
 #      relays (master, relays and devices in three processes): test.ping
 #      rounds, relay and master memory, then a relay restart (storm).
+#   2g. proxies: PROXY_N (1000) proxy minions on one relay process
+#      (e2e.TestProxyScale: idle RSS against a relay without, test.ping p50).
 #   2f. relays50k (off by default: RELAY50K=1 or BENCH_ONLY=relays50k):
 #      RELAY50K_N (50000) simulated devices behind RELAY50K_R (50) relays,
 #      ramped at RELAY50K_RAMP (300) a second: connect time, test.ping
@@ -47,8 +49,9 @@
 #        RELAY50K (0; 1: run relays50k too), RELAY50K_N (50000),
 #        RELAY50K_R (50), RELAY50K_RAMP (300), RELAY50K_ADMIT (8 per relay),
 #        RELAY50K_TIME (1500),
+#        PROXY_N (1000),
 #        BENCH_ONLY: a comma-separated subset of the steps to run: micro,
-#        fleetsim, relays, relays50k, reactor, engines, procbench, failover,
+#        fleetsim, relays, relays50k, proxies, reactor, engines, procbench, failover,
 #        states, cross (e.g. BENCH_ONLY=states); the goal table then shows
 #        only the goals measured. relays50k runs only when named there or
 #        with RELAY50K=1. tools/saltcompare.sh (Salt 3006 side by side) is
@@ -75,6 +78,7 @@ RELAY50K_R="${RELAY50K_R:-50}"
 RELAY50K_RAMP="${RELAY50K_RAMP:-300}"
 RELAY50K_ADMIT="${RELAY50K_ADMIT:-8}"
 RELAY50K_TIME="${RELAY50K_TIME:-1500}"
+PROXY_N="${PROXY_N:-1000}"
 ONLY="${BENCH_ONLY:-}"
 # want STEP: whether BENCH_ONLY (empty: everything) names STEP.
 want() { [[ -z "$ONLY" || ",$ONLY," == *",$1,"* ]]; }
@@ -247,6 +251,13 @@ fi
 
 fi
 
+if want proxies; then
+say "2g. Proxy minions: $PROXY_N on one relay process (idle RSS against a relay without, test.ping p50)"
+# e2e.TestProxyScale builds and runs real halite-master and relay processes;
+# it fails past 10 MiB of RSS for 1,000 idle proxy minions.
+step proxyscale 240 env HALITE_PROXY_SCALE="$PROXY_N" "$GO" test -count=1 -timeout "$(left 230)s" -run 'TestProxyScale$' -v ./e2e/
+fi
+
 if want50k; then
 say "2f. relays50k: $RELAY50K_N simulated devices behind $RELAY50K_R relays (ramp $RELAY50K_RAMP/s)"
 # The limits such a run meets, said before it starts: descriptors (the
@@ -397,6 +408,10 @@ rplost=$(awk -F' *[|] *' '$2 ~ /^[0-9]+$/ && $8 ~ /none lost/ { print $7 }' "$OU
   echo "| $RELAY_N devices behind $RELAY_R relays: test.ping p99 ≤ 1 s (p50 ${rlp50:-—} ms) | ${rlp99:+$rlp99 ms} | $(judge "$rlp99" 1000) | fleetsim -relays $RELAY_R -n $RELAY_N -rounds 10 -ramp 400 -storm term -json |"
   echo "| relay memory per device ≤ 40 KiB (master: ${rlmkib:-—} KiB per relayed device) | ${rlkib:+$rlkib KiB} | $(judge "$rlkib" 40) | (same) |"
   echo "| relay restart: all $RELAY_N devices back ≤ 20 s | ${rlstorm:+$rlstorm s} | $(judge "$rlstorm" 20) | (same) |"
+  pxkib=$(sed -n 's/.*VmRSS before any job: .*: \([0-9]*\) KiB more.*/\1/p' "$OUT/proxyscale.txt" 2>/dev/null | tail -1)
+  pxp50=$(sed -n 's/.*test.ping, [0-9]* proxy minions: p50 \([0-9.]*m\?s\).*/\1/p' "$OUT/proxyscale.txt" 2>/dev/null | tail -1)
+  pxmib=$([[ -n $pxkib ]] && awk -v k="$pxkib" 'BEGIN { printf "%.1f", k / 1024 }')
+  echo "| $PROXY_N proxy minions on one relay, idle: ≤ 10 MiB RSS (test.ping p50 ${pxp50:-—}) | ${pxmib:+$pxmib MiB} | $(judge "$pxmib" 10) | HALITE_PROXY_SCALE=$PROXY_N go test -run TestProxyScale -v ./e2e/ |"
   if want50k; then
     if [[ -n "$kfail" ]]; then
       echo "| $RELAY50K_N devices behind $RELAY50K_R relays: test.ping p99 ≤ 3 s | stopped at $kfail: ${kreach%.*} of $RELAY50K_N devices | **not reached**; saturated: $(ks saturated) | fleetsim -relays $RELAY50K_R -n $RELAY50K_N -rounds 5 -ramp $RELAY50K_RAMP -admit $RELAY50K_ADMIT |"
