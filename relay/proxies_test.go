@@ -269,10 +269,7 @@ func TestProxyReturnAckLost(t *testing.T) {
 	proxySweep = time.Hour // the relay reads no ack but on a new link
 	t.Cleanup(func() { proxySweep = old })
 	tm := startMaster(t, true)
-	dev := proxytest.NewRESTDevice("u", "p", nil)
-	t.Cleanup(dev.Close)
-	e := []config.Proxy{{ID: "gw", ProxyType: "http", URL: dev.URL, HealthPath: "/health", Timeout: 10}}
-	tr := startRelay(t, tm, "r1", func(r *config.Relay) { r.Proxies = e }, nil)
+	tr := startGWRelay(t, tm)
 	waitFor(t, "gw up", func() bool { _, up := tr.proxyStats(); return up == 1 })
 
 	_, rets, _ := tm.publish(t, "gw", "test.ping", 10)
@@ -380,10 +377,7 @@ func TestProxyFirstJobAfterRestart(t *testing.T) {
 	t.Cleanup(func() { proxySweep = old })
 	proxySweep = time.Hour // the relay reads no ack: the return still waits when it stops
 	tm := startMaster(t, true)
-	dev := proxytest.NewRESTDevice("u", "p", nil)
-	t.Cleanup(dev.Close)
-	e := []config.Proxy{{ID: "gw", ProxyType: "http", URL: dev.URL, HealthPath: "/health", Timeout: 10}}
-	tr := startRelay(t, tm, "r1", func(r *config.Relay) { r.Proxies = e }, nil)
+	tr := startGWRelay(t, tm)
 	waitFor(t, "gw up", func() bool { _, up := tr.proxyStats(); return up == 1 })
 	if _, rets, _ := tm.publish(t, "gw", "test.ping", 10); rets["gw"] != true {
 		t.Fatalf("test.ping: %v", rets)
@@ -414,11 +408,8 @@ func TestProxyFirstJobAfterRestart(t *testing.T) {
 // first ping, a proxy minion "did not return").
 func TestProxyJobBeforeStatusRead(t *testing.T) {
 	tm := startMaster(t, false)
-	dev := proxytest.NewRESTDevice("u", "p", nil)
-	t.Cleanup(dev.Close)
 	var hold atomic.Bool
-	e := []config.Proxy{{ID: "gw", ProxyType: "http", URL: dev.URL, HealthPath: "/health", Timeout: 10}}
-	tr := startRelay(t, tm, "r1", func(r *config.Relay) { r.Proxies = e }, nil, func(tr *testRelay) {
+	tr := startGWRelay(t, tm, func(tr *testRelay) {
 		tr.holdProxyStatus = func(id string) bool { return id == "gw" && hold.Load() }
 	})
 	tm.waitEvent(t, "salt/auth", idIs("r1"))
@@ -461,4 +452,14 @@ func TestProxyJobBeforeStatusRead(t *testing.T) {
 	if n := tr.proxyReturns.Load(); n != 2 {
 		t.Errorf("the relay made %d proxy returns, want 2 (each job run once)", n)
 	}
+}
+
+// startGWRelay starts relay r1 with one proxy minion, "gw": a REST device
+// (credentials u/p, a 10 s call timeout) that lives as long as the test.
+func startGWRelay(t *testing.T, tm *testMaster, opts ...func(*testRelay)) *testRelay {
+	t.Helper()
+	dev := proxytest.NewRESTDevice("u", "p", nil)
+	t.Cleanup(dev.Close)
+	e := []config.Proxy{{ID: "gw", ProxyType: "http", URL: dev.URL, HealthPath: "/health", Timeout: 10}}
+	return startRelay(t, tm, "r1", func(r *config.Relay) { r.Proxies = e }, nil, opts...)
 }
