@@ -19,7 +19,7 @@ import (
 // took already; the relay, which is a proxy minion's agent, does the same
 // for it (proxySession.firstRun).
 const (
-	recentJobAge   = 3 * time.Second
+	recentJobAge   = 10 * time.Second
 	recentSlack    = time.Second
 	recentMaxJobs  = 64
 	recentMaxBytes = 4 << 20
@@ -70,7 +70,8 @@ func (r *Relay) recentSince(since time.Time) []recentJob {
 
 // replayProxy runs, on proxy minion p just accepted, the recent jobs for
 // it: the relay reads a proxy minion's status in its sweep (up to 2 s
-// after it came), so every job of the last recentJobAge is looked at.
+// after it came, more on a busy machine), so every job of the last
+// recentJobAge is looked at.
 // p.firstRun keeps a job from running twice (fanned out to p as well, or
 // replayed again after a session that ended soon).
 func (r *Relay) replayProxy(p *proxySession) {
