@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // MasterPinFile is the file in an agent's pki_dir that holds the master's
@@ -198,12 +199,24 @@ func (id *Identity) ServerTLS() *tls.Config {
 	}
 }
 
-// ClientTLS is the TLS configuration of a dialer. pin is called with the
-// server's public key during the handshake; an error from it aborts the
-// connection.
+// clientCurves are the key exchanges a dialer offers, in order: the hybrid
+// post-quantum X25519MLKEM768 and X25519 (each Go peer's first choices,
+// whose key shares the first ClientHello carries) and P-256. P-384 and
+// P-521 are left out on purpose: the 32-bit ARM and MIPS agent is built
+// without their arithmetic (third_party/gotrim/HALITE.md), so a server
+// must not be able to steer it to them with a HelloRetryRequest.
+var clientCurves = []tls.CurveID{tls.X25519MLKEM768, tls.X25519, tls.CurveP256}
+
+// ClientTLS is the TLS configuration of a dialer: TLS 1.3 only (MinVersion
+// and MaxVersion), the key exchanges of clientCurves, and the TLS 1.3
+// cipher suites, which Go does not let a Config choose (AES-128-GCM,
+// AES-256-GCM, ChaCha20-Poly1305). pin is called with the server's public
+// key during the handshake; an error from it aborts the connection.
 func (id *Identity) ClientTLS(pin func(ed25519.PublicKey) error) *tls.Config {
 	return &tls.Config{
 		MinVersion:         tls.VersionTLS13,
+		MaxVersion:         tls.VersionTLS13,
+		CurvePreferences:   slices.Clone(clientCurves),
 		Certificates:       []tls.Certificate{id.cert},
 		NextProtos:         []string{ALPN},
 		InsecureSkipVerify: true, // the peer is verified by key, in VerifyConnection
