@@ -44,6 +44,15 @@ AGENT_GCFLAGS_SMALL := -gcflags=all=-l -d=maxshapelen=64,variablemakethreshold=0
 # padding between them is gone (about 0.1 MiB of flash). Not on MIPS, where
 # kernels with 16 KiB and 64 KiB pages exist.
 AGENT_LDFLAGS_ARM := -R 0x1000
+# On 32-bit ARM and MIPS the agent is built with a trimmed standard library:
+# no P-224/P-384/P-521 arithmetic, no TLS 1.0-1.2, no RSA (the device's QUIC
+# client speaks TLS 1.3 with Ed25519 keys only; about -330 KB on armv7).
+# tools/gotrim writes the go build -overlay file that swaps in
+# third_party/gotrim/<go version>/ and refuses, failing the build, a Go
+# version or GOROOT the trims were not made for (third_party/gotrim/HALITE.md
+# says how to port them). TestAgentSize, firmware/build.go and
+# e2e/qemu_test.go build with the same overlay.
+AGENT_OVERLAY := $(DIST)/gotrim-overlay.json
 # Cross targets: name goos goarch goarm gomips
 CROSS := linux-amd64:linux:amd64:: linux-arm64:linux:arm64:: linux-armv6:linux:arm:6: linux-armv7:linux:arm:7: linux-mipsle:linux:mipsle::softfloat
 
@@ -59,6 +68,7 @@ build:
 	@ls -l $(BIN) | awk 'NR>1 && !/^l/ {printf "  %-14s %6.2f MiB\n", $$9, $$5/1048576} /^l/ {printf "  %-14s -> %s\n", $$9, $$11}'
 
 cross:
+	@mkdir -p $(DIST) && $(GO) run ./tools/gotrim -go $(GO) -o $(AGENT_OVERLAY)
 	@for t in $(CROSS); do \
 	  IFS=: read name goos goarch goarm gomips <<< "$$t"; \
 	  mkdir -p $(DIST)/$$name; \
@@ -66,7 +76,7 @@ cross:
 	  case $$goarch in amd64|arm64) cmds="$(CMDS)";; esac; \
 	  for c in $$cmds; do \
 	    gcf=(); ldf=""; case " $(AGENT_CMDS) " in *" $$c "*) gcf=($(AGENT_GCFLAGS)); \
-	      case $$goarch in arm|mips*) gcf=("$(AGENT_GCFLAGS_SMALL)");; esac; \
+	      case $$goarch in arm|mips*) gcf=("$(AGENT_GCFLAGS_SMALL)" -overlay=$(AGENT_OVERLAY));; esac; \
 	      case $$goarch in arm) ldf="$(AGENT_LDFLAGS_ARM)";; esac;; esac; \
 	    CGO_ENABLED=0 GOOS=$$goos GOARCH=$$goarch GOARM=$$goarm GOMIPS=$$gomips \
 	      $(GO) build $(GOFLAGS_B) "$${gcf[@]}" -ldflags '$(LDFLAGS) '"$$ldf" -o $(DIST)/$$name/$$c ./cmd/$$c || exit 1; \

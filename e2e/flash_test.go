@@ -696,7 +696,11 @@ func TestFlashARMv7UnderQEMU(t *testing.T) {
 	known := filepath.Join(t.TempDir(), "known_hosts")
 	dist := t.TempDir()
 	built := filepath.Join(dist, "linux-armv7", "halite-agent")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", built, "../cmd/halite-agent")
+	overlay, err := deviceOverlay()
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-trimpath", "-overlay="+overlay, "-ldflags", "-s -w", "-o", built, "../cmd/halite-agent")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm", "GOARM=7")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("cross-build: %v\n%s", err, out)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/halite-fleet/halite/internal/gotrim"
 )
 
 var armv7 struct {
@@ -35,9 +38,15 @@ func armv7Agent(t *testing.T) (qemu, bin string) {
 		}
 		armv7.bin = filepath.Join(binDir, "armv7", "halite-agent")
 		// Built as make cross builds it for armv7 (AGENT_GCFLAGS_SMALL,
-		// AGENT_LDFLAGS_ARM: no inlining, size-only compiler settings, 4 KiB
-		// segment alignment).
-		build := exec.Command("go", "build", "-trimpath", "-gcflags=all=-l -d=maxshapelen=64,variablemakethreshold=0", "-ldflags", "-s -w -R 0x1000", "-o", armv7.bin, "../cmd/halite-agent")
+		// the gotrim overlay, AGENT_LDFLAGS_ARM: no inlining, size-only
+		// compiler settings, the trimmed standard library, 4 KiB segment
+		// alignment).
+		overlay, err := deviceOverlay()
+		if err != nil {
+			armv7.err = err
+			return
+		}
+		build := exec.Command("go", "build", "-trimpath", "-gcflags=all=-l -d=maxshapelen=64,variablemakethreshold=0", "-overlay="+overlay, "-ldflags", "-s -w -R 0x1000", "-o", armv7.bin, "../cmd/halite-agent")
 		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm", "GOARM=7")
 		if out, err := build.CombinedOutput(); err != nil {
 			armv7.err = fmt.Errorf("cross-build: %v\n%s", err, out)
@@ -47,6 +56,23 @@ func armv7Agent(t *testing.T) (qemu, bin string) {
 		t.Fatal(armv7.err)
 	}
 	return armv7.qemu, armv7.bin
+}
+
+// deviceOverlay writes, once per run, the gotrim overlay that every
+// 32-bit ARM and MIPS agent is built with (the Makefile's AGENT_OVERLAY)
+// and returns its path.
+func deviceOverlay() (string, error) {
+	gotrimOverlay.once.Do(func() {
+		gotrimOverlay.path = filepath.Join(binDir, "gotrim-overlay.json")
+		gotrimOverlay.err = gotrim.WriteForModule(context.Background(), "go", "..", nil, gotrimOverlay.path)
+	})
+	return gotrimOverlay.path, gotrimOverlay.err
+}
+
+var gotrimOverlay struct {
+	once sync.Once
+	path string
+	err  error
 }
 
 // startARMv7 starts the ARM agent id under qemu-arm against c's master

@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/halite-fleet/halite/internal/gotrim"
 )
 
 // modulePath is the module the agent is built from.
@@ -18,7 +20,8 @@ const modulePath = "github.com/halite-fleet/halite"
 // agentGCFlags are the Makefile's AGENT_GCFLAGS (amd64, arm64: inlining
 // kept in the hot packages) and agentGCFlagsSmall its AGENT_GCFLAGS_SMALL
 // (32-bit ARM and MIPS: inlining off everywhere and two size-only compiler
-// settings, see the Makefile). Keep them in step with the Makefile.
+// settings, see the Makefile; those builds also take the gotrim overlay,
+// the Makefile's AGENT_OVERLAY). Keep them in step with the Makefile.
 var (
 	agentGCFlags = []string{"-gcflags=all=-l", "-gcflags=runtime/...=", "-gcflags=internal/runtime/...=",
 		"-gcflags=crypto/...=", "-gcflags=sync/...=", "-gcflags=github.com/quic-go/...=", "-gcflags=github.com/fxamacker/...="}
@@ -71,9 +74,18 @@ func (s Source) AgentBinary(ctx context.Context, arch Arch) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return "", fmt.Errorf("build agent: %w", err)
 	}
+	env := append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch.GOARCH, "GOARM="+arch.GOARM, "GOMIPS="+arch.GOMIPS)
 	args := []string{"build", "-trimpath"}
 	if arch.Small {
+		// The trimmed standard library, as the Makefile's cross target
+		// builds it (third_party/gotrim/HALITE.md); refused, failing the
+		// build, for a Go the trims were not made for.
+		overlay := filepath.Join(cache, "gotrim-overlay.json")
+		if err := gotrim.WriteForModule(ctx, "go", src, env, overlay); err != nil {
+			return "", fmt.Errorf("build agent for %s: %w", arch.Name, err)
+		}
 		args = append(args, agentGCFlagsSmall...)
+		args = append(args, "-overlay="+overlay)
 	} else {
 		args = append(args, agentGCFlags...)
 	}
@@ -84,7 +96,7 @@ func (s Source) AgentBinary(ctx context.Context, arch Arch) (string, error) {
 	args = append(args, "-ldflags", ld, "-o", out, "./cmd/halite-agent")
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch.GOARCH, "GOARM="+arch.GOARM, "GOMIPS="+arch.GOMIPS)
+	cmd.Env = env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {

@@ -25,10 +25,14 @@ type Toolchain struct {
 	Root    string // go env GOROOT
 }
 
-// CurrentToolchain asks the go command that builds in moduleDir (its
-// go.mod's toolchain line and GOTOOLCHAIN apply) for its version and root.
-func CurrentToolchain(ctx context.Context, moduleDir string, env []string) (Toolchain, error) {
-	cmd := exec.CommandContext(ctx, "go", "env", "GOVERSION", "GOROOT")
+// CurrentToolchain asks goCmd ("go" if empty), run in moduleDir with env
+// (nil: the process's) as a build there runs it (go.mod's toolchain line
+// and GOTOOLCHAIN apply), for its version and root.
+func CurrentToolchain(ctx context.Context, goCmd, moduleDir string, env []string) (Toolchain, error) {
+	if goCmd == "" {
+		goCmd = "go"
+	}
+	cmd := exec.CommandContext(ctx, goCmd, "env", "GOVERSION", "GOROOT")
 	cmd.Dir = moduleDir
 	cmd.Env = env
 	var stderr bytes.Buffer
@@ -151,10 +155,10 @@ func Write(trimRoot string, tc Toolchain, out string) error {
 	return nil
 }
 
-// WriteForModule writes to out the overlay for the toolchain that builds in
-// moduleDir (with env, nil for the process's) and the trims of that module.
-func WriteForModule(ctx context.Context, moduleDir string, env []string, out string) error {
-	tc, err := CurrentToolchain(ctx, moduleDir, env)
+// WriteForModule writes to out the overlay for the toolchain goCmd runs in
+// moduleDir with env (see CurrentToolchain) and the trims of that module.
+func WriteForModule(ctx context.Context, goCmd, moduleDir string, env []string, out string) error {
+	tc, err := CurrentToolchain(ctx, goCmd, moduleDir, env)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,7 @@
 // the one the trims were made for or one of the originals they replace
 // differs. The Makefile's cross target runs it:
 //
-//	go run ./tools/gotrim -o dist/gotrim-overlay.json
+//	go run ./tools/gotrim -go go -o dist/gotrim-overlay.json
 //	go build -overlay dist/gotrim-overlay.json ... ./cmd/halite-agent
 package main
 
@@ -21,12 +21,13 @@ import (
 func main() {
 	out := flag.String("o", "gotrim-overlay.json", "overlay file to write")
 	dir := flag.String("C", ".", "the Halite module's root")
+	goCmd := flag.String("go", "go", "the go command that will build the agent")
 	flag.Parse()
 	if flag.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: gotrim [-C module-dir] [-o overlay.json]")
+		fmt.Fprintln(os.Stderr, "usage: gotrim [-C module-dir] [-go go-command] [-o overlay.json]")
 		os.Exit(2)
 	}
-	if err := gotrim.WriteForModule(context.Background(), *dir, nil, *out); err != nil {
+	if err := gotrim.WriteForModule(context.Background(), *goCmd, *dir, nil, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "gotrim: REFUSED:", err)
 		os.Exit(1)
 	}

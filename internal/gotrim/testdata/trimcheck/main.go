@@ -261,7 +261,7 @@ func main() {
 				return "", err
 			}
 			_, err = x509.ParseCertificate(der)
-			return wantErr(err, "x509")
+			return wantErr(err, noP384)
 		})
 	}
 	if *rsaCert != "" {
@@ -274,7 +274,7 @@ func main() {
 			if err != nil {
 				return "", fmt.Errorf("parse: %w", err)
 			}
-			return wantErr(cert.CheckSignatureFrom(cert), noRSA)
+			return wantErr(cert.CheckSignature(cert.SignatureAlgorithm, cert.RawTBSCertificate, cert.Signature), noRSA)
 		})
 	}
 	if *tls13 != "" {
