@@ -295,3 +295,31 @@ func TestPeerKeyErrors(t *testing.T) {
 		t.Errorf("PeerKey(ecdsa certificate): got no error, want one")
 	}
 }
+
+// TestClientTLSDeviceSafe: a dialer's TLS is TLS 1.3 only and offers only
+// key exchanges the 32-bit ARM and MIPS agent has (third_party/gotrim: no
+// P-384 or P-521 arithmetic there), so no server can steer it into one it
+// lacks; each Config gets its own copy of the list.
+func TestClientTLSDeviceSafe(t *testing.T) {
+	id, err := GenerateIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := id.ClientTLS(nil)
+	if c.MinVersion != tls.VersionTLS13 || c.MaxVersion != tls.VersionTLS13 {
+		t.Errorf("versions %x..%x, want TLS 1.3 only", c.MinVersion, c.MaxVersion)
+	}
+	want := []tls.CurveID{tls.X25519MLKEM768, tls.X25519, tls.CurveP256}
+	if len(c.CurvePreferences) != len(want) {
+		t.Fatalf("CurvePreferences %v, want %v", c.CurvePreferences, want)
+	}
+	for i := range want {
+		if c.CurvePreferences[i] != want[i] {
+			t.Errorf("CurvePreferences %v, want %v", c.CurvePreferences, want)
+		}
+	}
+	c.CurvePreferences[0] = tls.CurveP384
+	if got := id.ClientTLS(nil).CurvePreferences[0]; got != tls.X25519MLKEM768 {
+		t.Errorf("after changing one Config's list, the next one starts with %v", got)
+	}
+}

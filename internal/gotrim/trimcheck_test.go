@@ -92,12 +92,16 @@ func TestTrimmedCrypto(t *testing.T) {
 	p384Only := id.ServerTLS()
 	p384Only.CurvePreferences = []tls.CurveID{tls.CurveP384}
 	p384Srv := serve(t, p384Only)
-	args := []string{"-tls12", tls12, "-tls13", tls13, "-p384", p384Srv, "-p384-cert", p384Cert, "-rsa-cert", rsaCert}
+	rsaSrv := serve(t, &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{selfSigned(t, rsaKey, &rsaKey.PublicKey)}})
+	p384CertSrv := serve(t, &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{selfSigned(t, p384, &p384.PublicKey)}})
+	args := []string{"-tls12", tls12, "-tls13", tls13, "-p384", p384Srv, "-p384-cert", p384Cert, "-rsa-cert", rsaCert,
+		"-rsa-server", rsaSrv, "-p384-cert-server", p384CertSrv}
 
 	all := []string{"tls13-mlkem", "tls13-x25519", "tls13-p256", "ed25519", "ecdsa-p256", "ecdh-p256", "mlkem768",
 		"tls13-server-p384-only", "tls13-client-p384", "tls12-in-process", "ecdsa-p384", "ecdh-p384",
 		"ecdh-p521-public", "ecdsa-p521", "rsa-generate", "x509-p384", "x509-rsa-verify",
-		"tls13-untrimmed-server", "tls12-untrimmed-server", "tls12-halite-client", "tls13-untrimmed-server-p384-only"}
+		"tls13-untrimmed-server", "tls12-untrimmed-server", "tls12-halite-client", "tls13-untrimmed-server-p384-only",
+		"tls13-rsa-certificate", "tls13-p384-certificate"}
 	run := func(t *testing.T, name string, cmd *exec.Cmd, want []string, suite string) string {
 		t.Helper()
 		out, err := cmd.CombinedOutput()

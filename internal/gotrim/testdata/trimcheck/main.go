@@ -118,6 +118,8 @@ func main() {
 	p384 := flag.String("p384", "", "address of a TLS 1.3 server of an untrimmed Go that takes P-384 only")
 	p384Cert := flag.String("p384-cert", "", "DER file of a certificate with a P-384 key")
 	rsaCert := flag.String("rsa-cert", "", "DER file of a self-signed RSA certificate")
+	rsaServer := flag.String("rsa-server", "", "address of a TLS 1.3 server of an untrimmed Go with an RSA certificate")
+	p384Server := flag.String("p384-cert-server", "", "address of a TLS 1.3 server of an untrimmed Go with a P-384 certificate")
 	flag.Parse()
 
 	clientID, err := protocol.GenerateIdentity()
@@ -303,6 +305,18 @@ func main() {
 		check("tls13-untrimmed-server-p384-only", func() (string, error) {
 			_, err := dial(*p384, clientID.ClientTLS(nil))
 			return wantErr(err, "handshake failure")
+		})
+	}
+	if *rsaServer != "" {
+		check("tls13-rsa-certificate", func() (string, error) {
+			_, err := dial(*rsaServer, clientID.ClientTLS(nil))
+			return wantErr(err, "peer key is not ed25519")
+		})
+	}
+	if *p384Server != "" {
+		check("tls13-p384-certificate", func() (string, error) {
+			_, err := dial(*p384Server, clientID.ClientTLS(nil))
+			return wantErr(err, noP384)
 		})
 	}
 	if failed {
