@@ -1,0 +1,255 @@
+package yamlemit
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// awkward are strings from every class of character go-yaml's encoder
+// decides on: words the resolver reads as something else, YAML 1.1 bools
+// and sexagesimals, indicators first, inside and last, white space at the
+// ends and around breaks, every kind of line break, control, C1, BOM,
+// non-characters, four-byte characters, invalid UTF-8, long keys.
+var awkward = []string{
+	"", " ", "a", "abc", "a b", "hello world", "null", "Null", "NULL", "~", "true", "False", "TRUE",
+	"yes", "No", "on", "OFF", "y", "Y", "n", "N", "1", "-1", "+1", "0x1F", "0o17", "0b101", "-0b101", "-0o17",
+	"017", "1_000", "1.5", ".5", "-.5", "1e3", "1E+3", "1.0e-3", "+.inf", ".inf", "-.Inf", ".nan", ".NaN",
+	"inf", "nan", "Infinity", "1:20", "190:20:30.15", "-1:00", "1:60", "12:5", "2001-12-14", "2001-12-14t21:59:43.10-05:00",
+	"2001-12-14 21:59:43.10", "2001-1-2", "2001-13-45", "<<", "<", "-", "--", "---", "--- a", "...", "....",
+	"- a", "-a", "a -", "?", "? a", "?a", ":", ": a", ":a", "a:", "a: b", "a:b", "a :b", "#", "# c", "a #b", "a#b",
+	",", "a,b", "[a]", "a]", "{}", "a}", "&a", "*a", "!a", "|", ">", "'", "a'b", "''", "\"", "a\"b", "%", "@",
+	"`", "a\\b", "\\", "a\tb", "\t", " a", "a ", "  a  ", "a\nb", "a\n", "\n", "\n\n", "a\n\n", "a\n\nb",
+	"\na", " \na", "a \nb", "a\n b", "a\n\n b", "\r", "a\rb", "a\r\nb", "a\u0085b", "a\u2028b", "a\u2029b",
+	"\u2028", "a\u2028", "a\u00a0b", "\u00a0", "a\x00b", "\x07\x08\x0b\x0c\x1b", "\x7f", "\u0080", "\u009f",
+	"é", "日本語", "\ufeff", "\ufeffab", "a\ufeff", "\ufffe", "\uffff", "\ue000", "\ud7ff", "😀", "a😀b",
+	"\xff", "a\xfeb", "\xc3", strings.Repeat("x", 128), strings.Repeat("y", 129), strings.Repeat("z ", 80),
+	strings.Repeat("\xff", 60), "k: v\n- x\n", "  leading\nlines", "trailing  \nlines", "tab\tthen\nbreak",
+	"a\n  b\n    c\n", "#!/bin/sh\necho hi\n", "a'\nb", "ends with break and space\n ",
+}
+
+func goYAMLEncode(t testing.TB, v any, o Options) ([]byte, error) {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	if o.Indent != 0 {
+		enc.SetIndent(o.Indent)
+	}
+	if o.CompactSeq {
+		enc.CompactSeqIndent()
+	}
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// toYAMLNode is n as a go-yaml node: the kinds and styles share values.
+func toYAMLNode(n *Node) *yaml.Node {
+	y := &yaml.Node{Kind: yaml.Kind(n.Kind), Style: yaml.Style(n.Style), Tag: n.Tag, Value: n.Value}
+	for _, c := range n.Content {
+		y.Content = append(y.Content, toYAMLNode(c))
+	}
+	return y
+}
+
+// fromYAMLNode is the part of y that Node keeps.
+func fromYAMLNode(y *yaml.Node) *Node {
+	n := &Node{Kind: Kind(y.Kind), Style: Style(y.Style), Tag: y.Tag, Value: y.Value}
+	for _, c := range y.Content {
+		n.Content = append(n.Content, fromYAMLNode(c))
+	}
+	return n
+}
+
+// checkValue compares Encode, and FromValue, with go-yaml's for v.
+func checkValue(t testing.TB, v any, o Options) {
+	t.Helper()
+	want, werr := goYAMLEncode(t, v, o)
+	got, gerr := Encode(v, o)
+	if (werr != nil) != (gerr != nil) {
+		t.Fatalf("Encode(%#v, %+v): error %v, go-yaml's %v", v, o, gerr, werr)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("Encode(%#v, %+v) =\n%q\ngo-yaml:\n%q", v, o, got, want)
+	}
+	var yn yaml.Node
+	werr = yn.Encode(v)
+	n, gerr := FromValue(v)
+	if werr != nil && gerr == nil && unreadable(v) {
+		// go-yaml cannot read back what it wrote (a literal block that
+		// starts with a line break, in a sequence: its indentation
+		// indicator is off by the "- "), so its Node.Encode fails where
+		// FromValue gives the node the text means.
+		return
+	}
+	if (werr != nil) != (gerr != nil) {
+		t.Fatalf("FromValue(%#v): error %v, go-yaml's %v", v, gerr, werr)
+	}
+	if werr != nil {
+		return
+	}
+	if g, w := dumpNode(n), dumpNode(fromYAMLNode(&yn)); g != w {
+		t.Fatalf("FromValue(%#v) =\n%s\ngo-yaml:\n%s", v, g, w)
+	}
+}
+
+// unreadable says go-yaml cannot read back its yaml.Marshal of v.
+func unreadable(v any) bool {
+	b, err := yaml.Marshal(v)
+	return err == nil && yaml.Unmarshal(b, new(any)) != nil
+}
+
+// checkNode compares Encode of n with go-yaml's for the same node.
+func checkNode(t testing.TB, n *Node, o Options) {
+	t.Helper()
+	want, werr := goYAMLEncode(t, toYAMLNode(n), o)
+	got, gerr := Encode(n, o)
+	if (werr != nil) != (gerr != nil) || werr != nil && werr.Error() != gerr.Error() {
+		t.Fatalf("Encode(node %s, %+v): error %v, go-yaml's %v", dumpNode(n), o, gerr, werr)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("Encode(node %s, %+v) =\n%q\ngo-yaml:\n%q", dumpNode(n), o, got, want)
+	}
+}
+
+func dumpNode(n *Node) string {
+	var b strings.Builder
+	var walk func(n *Node, depth int)
+	walk = func(n *Node, depth int) {
+		b.WriteString(strings.Repeat("  ", depth))
+		b.WriteString(strings.Join([]string{kindName(n.Kind), n.Tag, styleName(n.Style)}, " "))
+		if n.Kind == ScalarNode {
+			b.WriteString(" " + strings.ReplaceAll(strings.ReplaceAll(n.Value, "\\", "\\\\"), "\n", "\\n"))
+		}
+		b.WriteByte('\n')
+		for _, c := range n.Content {
+			walk(c, depth+1)
+		}
+	}
+	walk(n, 0)
+	return b.String()
+}
+
+func kindName(k Kind) string {
+	switch k {
+	case ScalarNode:
+		return "scalar"
+	case SequenceNode:
+		return "seq"
+	case MappingNode:
+		return "map"
+	}
+	return "kind?"
+}
+
+func styleName(s Style) string {
+	var parts []string
+	for _, f := range []struct {
+		s    Style
+		name string
+	}{{TaggedStyle, "tagged"}, {DoubleQuotedStyle, "double"}, {SingleQuotedStyle, "single"}, {LiteralStyle, "literal"}, {FlowStyle, "flow"}} {
+		if s&f.s != 0 {
+			parts = append(parts, f.name)
+		}
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+var options = []Options{{}, {Indent: 2}, {Indent: 2, CompactSeq: true}, {Indent: 3, CompactSeq: true}, {Indent: 9}, {Indent: 1}, {Indent: 10, CompactSeq: true}}
+
+func TestEncodeScalarsMatchGoYAML(t *testing.T) {
+	for _, s := range awkward {
+		for _, o := range options[:3] {
+			checkValue(t, s, o)
+			checkValue(t, map[string]any{s: s}, o)
+			checkValue(t, []any{s, []any{s}, map[string]any{"k": s}}, o)
+			checkValue(t, map[string]any{"a": map[string]any{s: []any{s, s}}}, o)
+		}
+	}
+	for _, v := range []any{nil, true, false, 0, -7, int8(-8), uint(7), uint64(math.MaxUint64), int64(math.MinInt64),
+		1.5, float32(0.1), 0.1, 1e21, 1e-7, math.Inf(1), math.Inf(-1), math.NaN(), -0.0, 100.0,
+		time.Date(2001, 12, 14, 21, 59, 43, 100, time.UTC), 90 * time.Second, []byte("hi"), [2]int{1, 2},
+		[]any{}, map[string]any{}, []any{[]any{}}, map[string]any{"a": map[string]any{}, "b": []any{}},
+	} {
+		for _, o := range options {
+			checkValue(t, v, o)
+			checkValue(t, map[string]any{"k": v}, o)
+			checkValue(t, []any{v, map[string]any{"k": []any{v, v}}}, o)
+		}
+	}
+}
+
+func TestEncodeKeyOrderMatchesGoYAML(t *testing.T) {
+	for _, v := range []any{
+		map[string]any{"a10": 1, "a9": 2, "a1": 3, "a01": 4, "a001": 4, "b": 5, "B": 6, "_": 7, "1": 8, "10": 9, "2": 10, "é": 11, "e": 12, "a": 13, "ab": 14, "a b": 15, "a0b": 16, "0a": 17, "00": 18, "0": 19},
+		map[any]any{1: "a", 2.5: "b", "x": "c", true: "d", false: "e", uint(3): "f", int8(-1): "g", nil: "h", 1.0: "i"},
+		map[int]any{3: 1, -1: 2, 10: 3},
+		map[float64]int{math.Inf(-1): 1, 0.5: 2, -0.0: 3},
+		map[bool]int{true: 1, false: 0},
+		map[[2]int]string{{1, 2}: "a"}, // go-yaml's order calls any two arrays equal
+	} {
+		for _, o := range options[:3] {
+			checkValue(t, v, o)
+		}
+	}
+}
+
+func TestEncodeNestingMatchesGoYAML(t *testing.T) {
+	v := map[string]any{
+		"beacons": map[string]any{
+			"load": []any{map[string]any{"averages": map[string]any{"1m": []any{0.0, 2.0}}}, map[string]any{"interval": 10}},
+			"inotify": []any{map[string]any{"files": map[string]any{"/etc/hosts": map[string]any{"mask": []any{"modify"}}}}},
+		},
+		"lists": []any{[]any{[]any{1, 2}, []any{}}, []any{map[string]any{"a": 1, "b": []any{1}}}, "x\ny", map[string]any{}},
+		"long": strings.Repeat("k", 130),
+		strings.Repeat("k", 130): []any{1},
+		"multi\nline key":        map[string]any{"a": "b"},
+		"seq key":                map[any]any{[2]string{"a", "b"}: "v"},
+		"empty seq key":          map[any]any{[0]int{}: "w"},
+	}
+	for _, o := range options {
+		checkValue(t, v, o)
+	}
+}
+
+func TestEncodeNodeMatchesGoYAML(t *testing.T) {
+	styles := []Style{0, SingleQuotedStyle, DoubleQuotedStyle, LiteralStyle, TaggedStyle, TaggedStyle | SingleQuotedStyle}
+	tags := []string{"", "!!str", "!!int", "!!float", "!!bool", "!!null", "!!binary", "!!timestamp", "!foo", "tag:example.com,2000:x", "!!my tag%"}
+	for _, s := range awkward {
+		for _, st := range styles {
+			for _, tag := range tags {
+				sc := &Node{Kind: ScalarNode, Style: st, Tag: tag, Value: s}
+				for _, o := range options[:3] {
+					checkNode(t, sc, o)
+					m := &Node{Kind: MappingNode, Tag: "!!map", Content: []*Node{sc, sc, {Kind: ScalarNode, Value: "k"}, &Node{Kind: SequenceNode, Content: []*Node{sc, sc}}}}
+					checkNode(t, m, o)
+					checkNode(t, &Node{Kind: SequenceNode, Content: []*Node{m, sc, {Kind: SequenceNode, Content: []*Node{sc}}}}, o)
+					f := &Node{Kind: MappingNode, Style: FlowStyle, Content: []*Node{sc, sc, {Kind: ScalarNode, Value: "k"}, &Node{Kind: SequenceNode, Content: []*Node{sc, sc}}}}
+					checkNode(t, f, o)
+					checkNode(t, &Node{Kind: SequenceNode, Style: FlowStyle, Content: []*Node{f, sc}}, o)
+					checkNode(t, &Node{Kind: SequenceNode, Content: []*Node{f, {Kind: SequenceNode, Style: FlowStyle, Content: []*Node{sc}}}}, o)
+				}
+			}
+		}
+	}
+	for _, n := range []*Node{
+		{},
+		{Kind: ScalarNode},
+		{Kind: MappingNode, Content: []*Node{{Kind: ScalarNode, Value: "odd"}}},
+		{Kind: MappingNode, Tag: "!!set", Content: []*Node{{Kind: ScalarNode, Value: "a"}, {}}},
+		{Kind: SequenceNode, Tag: "!!omap", Style: FlowStyle},
+		{Kind: 3},
+	} {
+		for _, o := range options {
+			checkNode(t, n, o)
+		}
+	}
+}
