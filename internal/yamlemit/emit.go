@@ -333,7 +333,7 @@ func analyzeScalar(value string) scalarAnalysis {
 		return scalarAnalysis{blockPlainAllowed: true, singleQuotedAllowed: true}
 	}
 	var (
-		blockIndicators, flowIndicators, lineBreaks, specialCharacters, tabCharacters bool
+		blockIndicators, flowIndicators, lineBreaks, specialCharacters, tabCharacters    bool
 		leadingSpace, leadingBreak, trailingSpace, trailingBreak, breakSpace, spaceBreak bool
 		previousSpace, previousBreak                                                     bool
 	)

@@ -205,11 +205,11 @@ func TestEncodeKeyOrderMatchesGoYAML(t *testing.T) {
 func TestEncodeNestingMatchesGoYAML(t *testing.T) {
 	v := map[string]any{
 		"beacons": map[string]any{
-			"load": []any{map[string]any{"averages": map[string]any{"1m": []any{0.0, 2.0}}}, map[string]any{"interval": 10}},
+			"load":    []any{map[string]any{"averages": map[string]any{"1m": []any{0.0, 2.0}}}, map[string]any{"interval": 10}},
 			"inotify": []any{map[string]any{"files": map[string]any{"/etc/hosts": map[string]any{"mask": []any{"modify"}}}}},
 		},
-		"lists": []any{[]any{[]any{1, 2}, []any{}}, []any{map[string]any{"a": 1, "b": []any{1}}}, "x\ny", map[string]any{}},
-		"long": strings.Repeat("k", 130),
+		"lists":                  []any{[]any{[]any{1, 2}, []any{}}, []any{map[string]any{"a": 1, "b": []any{1}}}, "x\ny", map[string]any{}},
+		"long":                   strings.Repeat("k", 130),
 		strings.Repeat("k", 130): []any{1},
 		"multi\nline key":        map[string]any{"a": "b"},
 		"seq key":                map[any]any{[2]string{"a", "b"}: "v"},
