@@ -1,7 +1,6 @@
 package output
 
 import (
-	"bytes"
 	"encoding/base64"
 	"fmt"
 	"math"
@@ -10,9 +9,8 @@ import (
 	"strings"
 	"unicode"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/halite-fleet/halite/internal/saltdata"
+	"github.com/halite-fleet/halite/internal/yamlemit"
 )
 
 // renderYAML renders like Salt's yaml_out (PyYAML's safe_dump with libyaml's
@@ -24,7 +22,7 @@ import (
 func renderYAML(v any, opts Options) (string, error) {
 	root := yamlNode(v)
 	if opts.IndentSet && opts.Indent < 0 {
-		root.Style |= yaml.FlowStyle
+		root.Style |= yamlemit.FlowStyle
 	}
 	// PyYAML's emitter takes an indent only between 2 and 9, and writes a
 	// sequence inside a mapping level with its key whatever the indent.
@@ -32,21 +30,15 @@ func renderYAML(v any, opts Options) (string, error) {
 	if opts.IndentSet && opts.Indent > 1 && opts.Indent < 10 {
 		indent = opts.Indent
 	}
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(indent)
-	enc.CompactSeqIndent()
-	if err := enc.Encode(root); err != nil {
+	out, err := yamlemit.Encode(root, yamlemit.Options{Indent: indent, CompactSeq: true})
+	if err != nil {
 		return "", fmt.Errorf("encode yaml: %w", err)
 	}
-	if err := enc.Close(); err != nil {
-		return "", fmt.Errorf("encode yaml: %w", err)
-	}
-	return buf.String(), nil
+	return string(out), nil
 }
 
-// yamlNode turns a normalised value into a yaml.Node tree.
-func yamlNode(v any) *yaml.Node {
+// yamlNode turns a normalised value into a node tree.
+func yamlNode(v any) *yamlemit.Node {
 	switch x := v.(type) {
 	case nil:
 		return scalar("!!null", "null")
@@ -60,17 +52,17 @@ func yamlNode(v any) *yaml.Node {
 		return yamlString(x)
 	case []byte:
 		n := scalar("!!binary", base64Lines(x))
-		n.Style = yaml.LiteralStyle
+		n.Style = yamlemit.LiteralStyle
 		return n
 	case list:
-		n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+		n := &yamlemit.Node{Kind: yamlemit.SequenceNode, Tag: "!!seq"}
 		for _, e := range x {
 			n.Content = append(n.Content, yamlNode(e))
 		}
 		return n
 	case *dict:
 		x = x.sorted() // safe_dump sorts keys
-		n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		n := &yamlemit.Node{Kind: yamlemit.MappingNode, Tag: "!!map"}
 		for i, k := range x.keys {
 			n.Content = append(n.Content, yamlNode(k), yamlNode(x.vals[i]))
 		}
@@ -79,15 +71,15 @@ func yamlNode(v any) *yaml.Node {
 	return yamlString(saltdata.Repr(v))
 }
 
-func scalar(tag, value string) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: value}
+func scalar(tag, value string) *yamlemit.Node {
+	return &yamlemit.Node{Kind: yamlemit.ScalarNode, Tag: tag, Value: value}
 }
 
 // yamlString makes a string scalar. The encoder double-quotes a string
 // that would otherwise read back as something else ("yes", "1.0", "");
 // PyYAML single-quotes those unless they hold characters only double
 // quotes can escape.
-func yamlString(s string) *yaml.Node {
+func yamlString(s string) *yamlemit.Node {
 	n := scalar("!!str", s)
 	switch {
 	case !singleQuotable(s):
@@ -95,15 +87,15 @@ func yamlString(s string) *yaml.Node {
 	case strings.Contains(s, "\n"):
 		// PyYAML (libyaml's emitter, as go-yaml's) single-quotes a
 		// multi-line string, a blank line standing for each line break.
-		n.Style = yaml.SingleQuotedStyle
+		n.Style = yamlemit.SingleQuotedStyle
 		return n
 	case s == "y" || s == "Y" || s == "n" || s == "N":
 		// The encoder quotes these as YAML 1.1 booleans when asked its
 		// opinion below, but neither YAML 1.2 nor PyYAML reads them so.
 		return n
 	}
-	if out, err := yaml.Marshal(s); err == nil && len(out) > 0 && out[0] == '"' {
-		n.Style = yaml.SingleQuotedStyle
+	if out, err := yamlemit.Marshal(s); err == nil && len(out) > 0 && out[0] == '"' {
+		n.Style = yamlemit.SingleQuotedStyle
 	}
 	return n
 }
