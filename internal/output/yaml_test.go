@@ -32,8 +32,8 @@ func TestYAMLMatchesGoYAML(t *testing.T) {
 	data = append(data, map[string]any{
 		"strings": []any{"", "yes", "y", "null", "1.0", "a: b", "- a", "'q'", "a\nb", "a\n", "\na", " a", "a\tb",
 			"\x00", "\u0085", "\u2028", "\ufeffx", "😀", "é", "#x", "a #b", strings.Repeat("k", 130)},
-		"bytes":  []byte(strings.Repeat("\x00\xff", 80)),
-		"nested": map[string]any{"l": []any{[]any{1, 2}, map[string]any{"a": []any{}}, map[string]any{}}},
+		"bytes":                         []byte(strings.Repeat("\x00\xff", 80)),
+		"nested":                        map[string]any{"l": []any{[]any{1, 2}, map[string]any{"a": []any{}}, map[string]any{}}},
 		strings.Repeat("long key ", 20): 1,
 	})
 	for _, d := range data {
