@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/halite-fleet/halite/internal/saltdata"
 	"github.com/halite-fleet/halite/internal/yamlemit"
 )
@@ -22,7 +24,7 @@ import (
 func renderYAML(v any, opts Options) (string, error) {
 	root := yamlNode(v)
 	if opts.IndentSet && opts.Indent < 0 {
-		root.Style |= yamlemit.FlowStyle
+		root.Style |= yaml.FlowStyle
 	}
 	// PyYAML's emitter takes an indent only between 2 and 9, and writes a
 	// sequence inside a mapping level with its key whatever the indent.
@@ -37,8 +39,8 @@ func renderYAML(v any, opts Options) (string, error) {
 	return string(out), nil
 }
 
-// yamlNode turns a normalised value into a node tree.
-func yamlNode(v any) *yamlemit.Node {
+// yamlNode turns a normalised value into a yaml.Node tree.
+func yamlNode(v any) *yaml.Node {
 	switch x := v.(type) {
 	case nil:
 		return scalar("!!null", "null")
@@ -52,17 +54,17 @@ func yamlNode(v any) *yamlemit.Node {
 		return yamlString(x)
 	case []byte:
 		n := scalar("!!binary", base64Lines(x))
-		n.Style = yamlemit.LiteralStyle
+		n.Style = yaml.LiteralStyle
 		return n
 	case list:
-		n := &yamlemit.Node{Kind: yamlemit.SequenceNode, Tag: "!!seq"}
+		n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
 		for _, e := range x {
 			n.Content = append(n.Content, yamlNode(e))
 		}
 		return n
 	case *dict:
 		x = x.sorted() // safe_dump sorts keys
-		n := &yamlemit.Node{Kind: yamlemit.MappingNode, Tag: "!!map"}
+		n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 		for i, k := range x.keys {
 			n.Content = append(n.Content, yamlNode(k), yamlNode(x.vals[i]))
 		}
@@ -71,15 +73,15 @@ func yamlNode(v any) *yamlemit.Node {
 	return yamlString(saltdata.Repr(v))
 }
 
-func scalar(tag, value string) *yamlemit.Node {
-	return &yamlemit.Node{Kind: yamlemit.ScalarNode, Tag: tag, Value: value}
+func scalar(tag, value string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: value}
 }
 
 // yamlString makes a string scalar. The encoder double-quotes a string
 // that would otherwise read back as something else ("yes", "1.0", "");
 // PyYAML single-quotes those unless they hold characters only double
 // quotes can escape.
-func yamlString(s string) *yamlemit.Node {
+func yamlString(s string) *yaml.Node {
 	n := scalar("!!str", s)
 	switch {
 	case !singleQuotable(s):
@@ -87,7 +89,7 @@ func yamlString(s string) *yamlemit.Node {
 	case strings.Contains(s, "\n"):
 		// PyYAML (libyaml's emitter, as go-yaml's) single-quotes a
 		// multi-line string, a blank line standing for each line break.
-		n.Style = yamlemit.SingleQuotedStyle
+		n.Style = yaml.SingleQuotedStyle
 		return n
 	case s == "y" || s == "Y" || s == "n" || s == "N":
 		// The encoder quotes these as YAML 1.1 booleans when asked its
@@ -95,7 +97,7 @@ func yamlString(s string) *yamlemit.Node {
 		return n
 	}
 	if out, err := yamlemit.Marshal(s); err == nil && len(out) > 0 && out[0] == '"' {
-		n.Style = yamlemit.SingleQuotedStyle
+		n.Style = yaml.SingleQuotedStyle
 	}
 	return n
 }

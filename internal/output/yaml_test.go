@@ -6,19 +6,7 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/halite-fleet/halite/internal/yamlemit"
 )
-
-// toGoYAML is n as a go-yaml node (internal/yamlemit shares go-yaml's kind
-// and style values).
-func toGoYAML(n *yamlemit.Node) *yaml.Node {
-	y := &yaml.Node{Kind: yaml.Kind(n.Kind), Style: yaml.Style(n.Style), Tag: n.Tag, Value: n.Value}
-	for _, c := range n.Content {
-		y.Content = append(y.Content, toGoYAML(c))
-	}
-	return y
-}
 
 // TestYAMLMatchesGoYAML: --out yaml writes, at every indent and in flow
 // style, what go-yaml's encoder wrote for the same nodes (yamlString's
@@ -48,7 +36,7 @@ func TestYAMLMatchesGoYAML(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			root := toGoYAML(yamlNode(v))
+			root := yamlNode(v)
 			if o.IndentSet && o.Indent < 0 {
 				root.Style |= yaml.FlowStyle
 			}

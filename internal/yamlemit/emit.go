@@ -1,5 +1,7 @@
 package yamlemit
 
+import "go.yaml.in/yaml/v3"
+
 // The emitter is go-yaml's port of libyaml's emitter (emitterc.go) cut to
 // what Halite writes: one implicit document, no anchors, aliases,
 // comments, directives or folded scalars, canonical mode off and lines
@@ -68,9 +70,9 @@ func (e *emitter) node(ev *event, root, mapping, simpleKey, inBlockSeq bool) {
 	e.simpleKeyContext = simpleKey
 	tag := analyzeTag(ev.tag)
 	switch ev.kind {
-	case ScalarNode:
+	case yaml.ScalarNode:
 		e.scalar(ev, tag, inBlockSeq)
-	case SequenceNode:
+	case yaml.SequenceNode:
 		e.processTag(tag)
 		if e.flowLevel > 0 || ev.flow || len(ev.content) == 0 {
 			ev.inFlow = true
@@ -78,7 +80,7 @@ func (e *emitter) node(ev *event, root, mapping, simpleKey, inBlockSeq bool) {
 		} else {
 			e.blockSequence(ev, inBlockSeq)
 		}
-	case MappingNode:
+	case yaml.MappingNode:
 		e.processTag(tag)
 		if e.flowLevel > 0 || ev.flow || len(ev.content) == 0 {
 			ev.inFlow = true
@@ -204,12 +206,12 @@ func simpleKey(ev *event) bool {
 	tag := analyzeTag(ev.tag)
 	n := len(tag.handle) + len(tag.suffix)
 	switch ev.kind {
-	case ScalarNode:
+	case yaml.ScalarNode:
 		if analyzeScalar(ev.value).multiline {
 			return false
 		}
 		n += len(ev.value)
-	case SequenceNode, MappingNode:
+	case yaml.SequenceNode, yaml.MappingNode:
 		if len(ev.content) != 0 {
 			return false
 		}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // gen builds a Go value or a Node tree from fuzz bytes: shape picks kinds,
@@ -97,23 +99,23 @@ func (g *gen) value(depth int) any {
 }
 
 var fuzzTags = []string{"", "", "", "!!str", "!!int", "!!float", "!!bool", "!!null", "!!binary", "!!timestamp", "!local", "!!map", "!!seq"}
-var fuzzScalarStyles = []Style{0, 0, SingleQuotedStyle, DoubleQuotedStyle, LiteralStyle, TaggedStyle, TaggedStyle | SingleQuotedStyle, SingleQuotedStyle | DoubleQuotedStyle}
+var fuzzScalarStyles = []yaml.Style{0, 0, yaml.SingleQuotedStyle, yaml.DoubleQuotedStyle, yaml.LiteralStyle, yaml.TaggedStyle, yaml.TaggedStyle | yaml.SingleQuotedStyle, yaml.SingleQuotedStyle | yaml.DoubleQuotedStyle}
 
-func (g *gen) node(depth int) *Node {
+func (g *gen) node(depth int) *yaml.Node {
 	op, ok := g.next()
 	if !ok || depth > 6 {
-		return &Node{Kind: ScalarNode, Value: g.str()}
+		return &yaml.Node{Kind: yaml.ScalarNode, Value: g.str()}
 	}
 	tb, _ := g.next()
 	tag := fuzzTags[int(tb)%len(fuzzTags)]
 	switch op % 8 {
 	case 0, 1, 2, 3, 4:
-		return &Node{Kind: ScalarNode, Tag: tag, Style: fuzzScalarStyles[int(op>>3)%len(fuzzScalarStyles)], Value: g.str()}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Style: fuzzScalarStyles[int(op>>3)%len(fuzzScalarStyles)], Value: g.str()}
 	case 5:
 		b, _ := g.next()
-		n := &Node{Kind: SequenceNode, Tag: tag}
+		n := &yaml.Node{Kind: yaml.SequenceNode, Tag: tag}
 		if b&0x80 != 0 {
-			n.Style = FlowStyle
+			n.Style = yaml.FlowStyle
 		}
 		for range int(b) % 5 {
 			n.Content = append(n.Content, g.node(depth+1))
@@ -121,9 +123,9 @@ func (g *gen) node(depth int) *Node {
 		return n
 	default:
 		b, _ := g.next()
-		n := &Node{Kind: MappingNode, Tag: tag}
+		n := &yaml.Node{Kind: yaml.MappingNode, Tag: tag}
 		if b&0x80 != 0 {
-			n.Style = FlowStyle
+			n.Style = yaml.FlowStyle
 		}
 		for range int(b) % 5 {
 			n.Content = append(n.Content, g.node(depth+1), g.node(depth+1))

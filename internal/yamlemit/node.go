@@ -4,39 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
 )
-
-// Kind is a node's kind; the values are go-yaml's.
-type Kind uint32
-
-const (
-	SequenceNode Kind = 1 << (iota + 1)
-	MappingNode
-	ScalarNode
-)
-
-// Style holds a node's style flags; the values are go-yaml's (there is no
-// folded style: nothing in Halite writes one).
-type Style uint32
-
-const (
-	TaggedStyle Style = 1 << iota
-	DoubleQuotedStyle
-	SingleQuotedStyle
-	LiteralStyle
-	_ // go-yaml's FoldedStyle
-	FlowStyle
-)
-
-// Node is a YAML node to write, the part of go-yaml's yaml.Node that
-// Halite's writers use: no anchors, aliases, comments or documents.
-type Node struct {
-	Kind    Kind
-	Style   Style
-	Tag     string // "!!str", "!!int", …; "" leaves it to the value
-	Value   string
-	Content []*Node // a sequence's items; a mapping's keys and values in turn
-}
 
 // scalarStyle is the emitter's scalar style (libyaml's yaml_scalar_style_t).
 type scalarStyle uint8
@@ -51,7 +21,7 @@ const (
 // event is a node as go-yaml's encoder hands it to the emitter: a tag only
 // when it must be written, and the style asked for.
 type event struct {
-	kind    Kind
+	kind    yaml.Kind
 	tag     string // short form; "" is implicit
 	value   string
 	style   scalarStyle
@@ -64,20 +34,23 @@ type event struct {
 // nodeEvent is go-yaml's encoder.node: it drops a tag the value implies
 // anyway and double-quotes a !!str whose plain text would read as
 // something else.
-func nodeEvent(n *Node, depth int) (*event, error) {
+func nodeEvent(n *yaml.Node, depth int) (*event, error) {
 	if depth > maxDepth {
 		return nil, errDepth
 	}
-	if n.Kind == 0 && n.Style == 0 && n.Tag == "" && n.Value == "" && n.Content == nil {
+	if n.Kind == 0 && n.IsZero() {
 		return nullEvent(), nil
+	}
+	if n.Anchor != "" || n.Alias != nil || n.HeadComment != "" || n.LineComment != "" || n.FootComment != "" || n.Style&yaml.FoldedStyle != 0 {
+		return nil, fmt.Errorf("yamlemit: cannot write anchors, aliases, comments or folded scalars")
 	}
 	tag := n.Tag
 	stag := shortTag(tag)
 	forceQuoting := false
-	if tag != "" && n.Style&TaggedStyle == 0 {
+	if tag != "" && n.Style&yaml.TaggedStyle == 0 {
 		switch n.Kind {
-		case ScalarNode:
-			if stag == strTag && n.Style&(SingleQuotedStyle|DoubleQuotedStyle|LiteralStyle) != 0 {
+		case yaml.ScalarNode:
+			if stag == strTag && n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle|yaml.LiteralStyle) != 0 {
 				tag = ""
 			} else if rtag := resolve(n.Value); rtag == stag {
 				tag = ""
@@ -85,11 +58,11 @@ func nodeEvent(n *Node, depth int) (*event, error) {
 				tag = ""
 				forceQuoting = true
 			}
-		case MappingNode:
+		case yaml.MappingNode:
 			if stag == mapTag {
 				tag = ""
 			}
-		case SequenceNode:
+		case yaml.SequenceNode:
 			if stag == seqTag {
 				tag = ""
 			}
@@ -97,21 +70,21 @@ func nodeEvent(n *Node, depth int) (*event, error) {
 	}
 	ev := &event{kind: n.Kind, tag: shortTag(tag)}
 	switch n.Kind {
-	case SequenceNode, MappingNode:
-		if n.Kind == MappingNode && len(n.Content)%2 != 0 {
-			// go-yaml drops a key without a value.
-			n = &Node{Kind: n.Kind, Style: n.Style, Content: n.Content[:len(n.Content)-1]}
+	case yaml.SequenceNode, yaml.MappingNode:
+		content := n.Content
+		if n.Kind == yaml.MappingNode && len(content)%2 != 0 {
+			content = content[:len(content)-1] // go-yaml drops a key without a value
 		}
-		ev.flow = n.Style&FlowStyle != 0
-		ev.content = make([]*event, 0, len(n.Content))
-		for _, c := range n.Content {
+		ev.flow = n.Style&yaml.FlowStyle != 0
+		ev.content = make([]*event, 0, len(content))
+		for _, c := range content {
 			ce, err := nodeEvent(c, depth+1)
 			if err != nil {
 				return nil, err
 			}
 			ev.content = append(ev.content, ce)
 		}
-	case ScalarNode:
+	case yaml.ScalarNode:
 		value := n.Value
 		if !utf8.ValidString(value) {
 			if stag == binaryTag {
@@ -125,17 +98,20 @@ func nodeEvent(n *Node, depth int) (*event, error) {
 		}
 		ev.value = value
 		switch {
-		case n.Style&DoubleQuotedStyle != 0:
+		case n.Style&yaml.DoubleQuotedStyle != 0:
 			ev.style = doubleStyle
-		case n.Style&SingleQuotedStyle != 0:
+		case n.Style&yaml.SingleQuotedStyle != 0:
 			ev.style = singleStyle
-		case n.Style&LiteralStyle != 0:
+		case n.Style&yaml.LiteralStyle != 0:
 			ev.style = literalStyle
 		case strings.Contains(value, "\n"):
 			ev.style = literalStyle
 		case forceQuoting:
 			ev.style = doubleStyle
 		}
+	case yaml.DocumentNode, yaml.AliasNode:
+		// go-yaml writes these too; nothing in Halite asks.
+		return nil, fmt.Errorf("yamlemit: cannot write document or alias nodes")
 	default:
 		return nil, fmt.Errorf("yaml: cannot encode node with unknown kind %d", n.Kind)
 	}
@@ -143,28 +119,28 @@ func nodeEvent(n *Node, depth int) (*event, error) {
 }
 
 func nullEvent() *event {
-	return &event{kind: ScalarNode, value: "null"}
+	return &event{kind: yaml.ScalarNode, value: "null"}
 }
 
 // toNode is what go-yaml's parser makes of ev as the emitter wrote it (in
 // block style, as (*yaml.Node).Encode writes and reads back): the style it
 // was written in and the tag it reads as.
-func (ev *event) toNode() *Node {
-	n := &Node{Kind: ev.kind, Value: ev.value}
+func (ev *event) toNode() *yaml.Node {
+	n := &yaml.Node{Kind: ev.kind, Value: ev.value}
 	if ev.tag != "" {
 		n.Tag = ev.tag
-		n.Style = TaggedStyle
+		n.Style = yaml.TaggedStyle
 	}
 	switch ev.kind {
-	case ScalarNode:
-		var s Style
+	case yaml.ScalarNode:
+		var s yaml.Style
 		switch ev.chosen {
 		case singleStyle:
-			s = SingleQuotedStyle
+			s = yaml.SingleQuotedStyle
 		case doubleStyle:
-			s = DoubleQuotedStyle
+			s = yaml.DoubleQuotedStyle
 		case literalStyle:
-			s = LiteralStyle
+			s = yaml.LiteralStyle
 		}
 		n.Style |= s
 		if n.Tag == "" {
@@ -174,15 +150,15 @@ func (ev *event) toNode() *Node {
 				n.Tag = resolve(ev.value)
 			}
 		}
-	case SequenceNode, MappingNode:
+	case yaml.SequenceNode, yaml.MappingNode:
 		if n.Tag == "" {
 			n.Tag = seqTag
-			if ev.kind == MappingNode {
+			if ev.kind == yaml.MappingNode {
 				n.Tag = mapTag
 			}
 		}
 		if ev.inFlow {
-			n.Style |= FlowStyle
+			n.Style |= yaml.FlowStyle
 		}
 		for _, c := range ev.content {
 			n.Content = append(n.Content, c.toNode())

@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // maxDepth bounds nesting, so that a cyclic map or slice is an error, not
@@ -22,7 +24,7 @@ var errDepth = errors.New("yaml: value nested deeper than 10000 levels")
 // valueEvent is go-yaml's encoder.marshal for the kinds of Go value
 // Halite writes: nil, bools, numbers, strings, time.Time and
 // time.Duration, encoding.TextMarshaler, pointers, interfaces, slices,
-// arrays, maps (keys sorted as go-yaml sorts them) and *Node. Structs,
+// arrays, maps (keys sorted as go-yaml sorts them) and *yaml.Node. Structs,
 // funcs, channels and complex numbers are an error (go-yaml writes
 // structs by their fields and panics on the rest).
 func valueEvent(in reflect.Value, depth int) (*event, error) {
@@ -35,14 +37,14 @@ func valueEvent(in reflect.Value, depth int) (*event, error) {
 	switch v := in.Interface().(type) {
 	case nil:
 		return nullEvent(), nil
-	case *Node:
+	case *yaml.Node:
 		return nodeEvent(v, depth)
-	case Node:
+	case yaml.Node:
 		return nodeEvent(&v, depth)
 	case time.Time:
-		return &event{kind: ScalarNode, value: v.Format(time.RFC3339Nano)}, nil
+		return &event{kind: yaml.ScalarNode, value: v.Format(time.RFC3339Nano)}, nil
 	case *time.Time:
-		return &event{kind: ScalarNode, value: v.Format(time.RFC3339Nano)}, nil
+		return &event{kind: yaml.ScalarNode, value: v.Format(time.RFC3339Nano)}, nil
 	case time.Duration:
 		return stringEvent(v.String()), nil
 	case encoding.TextMarshaler:
@@ -58,7 +60,7 @@ func valueEvent(in reflect.Value, depth int) (*event, error) {
 	case reflect.Map:
 		keys := keyList(in.MapKeys())
 		sort.Sort(keys)
-		ev := &event{kind: MappingNode, content: make([]*event, 0, 2*len(keys))}
+		ev := &event{kind: yaml.MappingNode, content: make([]*event, 0, 2*len(keys))}
 		for _, k := range keys {
 			ke, err := valueEvent(k, depth+1)
 			if err != nil {
@@ -72,7 +74,7 @@ func valueEvent(in reflect.Value, depth int) (*event, error) {
 		}
 		return ev, nil
 	case reflect.Slice, reflect.Array:
-		ev := &event{kind: SequenceNode, content: make([]*event, 0, in.Len())}
+		ev := &event{kind: yaml.SequenceNode, content: make([]*event, 0, in.Len())}
 		for i := range in.Len() {
 			ie, err := valueEvent(in.Index(i), depth+1)
 			if err != nil {
@@ -84,9 +86,9 @@ func valueEvent(in reflect.Value, depth int) (*event, error) {
 	case reflect.String:
 		return stringEvent(in.String()), nil
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return &event{kind: ScalarNode, value: strconv.FormatInt(in.Int(), 10)}, nil
+		return &event{kind: yaml.ScalarNode, value: strconv.FormatInt(in.Int(), 10)}, nil
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return &event{kind: ScalarNode, value: strconv.FormatUint(in.Uint(), 10)}, nil
+		return &event{kind: yaml.ScalarNode, value: strconv.FormatUint(in.Uint(), 10)}, nil
 	case reflect.Float32, reflect.Float64:
 		bits := 64
 		if in.Kind() == reflect.Float32 {
@@ -101,9 +103,9 @@ func valueEvent(in reflect.Value, depth int) (*event, error) {
 		case "NaN":
 			s = ".nan"
 		}
-		return &event{kind: ScalarNode, value: s}, nil
+		return &event{kind: yaml.ScalarNode, value: s}, nil
 	case reflect.Bool:
-		return &event{kind: ScalarNode, value: strconv.FormatBool(in.Bool())}, nil
+		return &event{kind: yaml.ScalarNode, value: strconv.FormatBool(in.Bool())}, nil
 	}
 	return nil, fmt.Errorf("yaml: cannot encode a value of type %s", in.Type())
 }
@@ -113,7 +115,7 @@ func valueEvent(in reflect.Value, depth int) (*event, error) {
 // 1.1 bool or sexagesimal number, is double-quoted; one with a line break
 // is a literal block.
 func stringEvent(s string) *event {
-	ev := &event{kind: ScalarNode}
+	ev := &event{kind: yaml.ScalarNode}
 	canUsePlain := true
 	if !utf8.ValidString(s) {
 		ev.tag = binaryTag

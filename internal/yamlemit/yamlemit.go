@@ -2,6 +2,8 @@ package yamlemit
 
 import (
 	"reflect"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // Options are go-yaml Encoder settings.
@@ -20,7 +22,8 @@ func Marshal(v any) ([]byte, error) {
 }
 
 // Encode is what a yaml.Encoder with o's settings writes for Encode(v)
-// and Close. v is a Go value as valueEvent describes, or a *Node.
+// and Close. v is a Go value as valueEvent describes, or a *yaml.Node
+// (without anchors, aliases, comments or folded scalars).
 func Encode(v any, o Options) ([]byte, error) {
 	ev, err := valueEvent(reflect.ValueOf(v), 0)
 	if err != nil {
@@ -38,7 +41,7 @@ func Encode(v any, o Options) ([]byte, error) {
 // FromValue is (*yaml.Node).Encode: the node go-yaml reads back from its
 // own encoding of v, with the styles the emitter chose and the tags the
 // resolver gives.
-func FromValue(v any) (*Node, error) {
+func FromValue(v any) (*yaml.Node, error) {
 	ev, err := valueEvent(reflect.ValueOf(v), 0)
 	if err != nil {
 		return nil, err

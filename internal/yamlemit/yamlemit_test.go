@@ -51,24 +51,6 @@ func goYAMLEncode(t testing.TB, v any, o Options) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// toYAMLNode is n as a go-yaml node: the kinds and styles share values.
-func toYAMLNode(n *Node) *yaml.Node {
-	y := &yaml.Node{Kind: yaml.Kind(n.Kind), Style: yaml.Style(n.Style), Tag: n.Tag, Value: n.Value}
-	for _, c := range n.Content {
-		y.Content = append(y.Content, toYAMLNode(c))
-	}
-	return y
-}
-
-// fromYAMLNode is the part of y that Node keeps.
-func fromYAMLNode(y *yaml.Node) *Node {
-	n := &Node{Kind: Kind(y.Kind), Style: Style(y.Style), Tag: y.Tag, Value: y.Value}
-	for _, c := range y.Content {
-		n.Content = append(n.Content, fromYAMLNode(c))
-	}
-	return n
-}
-
 // checkValue compares Encode, and FromValue, with go-yaml's for v.
 func checkValue(t testing.TB, v any, o Options) {
 	t.Helper()
@@ -101,7 +83,7 @@ func checkValue(t testing.TB, v any, o Options) {
 		}
 		return
 	}
-	if g, w := dumpNode(n), dumpNode(fromYAMLNode(&yn)); g != w {
+	if g, w := dumpNode(n), dumpNode(&yn); g != w {
 		if again, _ := yaml.Marshal(&yn); !bytes.Equal(again, marshalled) {
 			return // go-yaml read back other text
 		}
@@ -110,9 +92,9 @@ func checkValue(t testing.TB, v any, o Options) {
 }
 
 // checkNode compares Encode of n with go-yaml's for the same node.
-func checkNode(t testing.TB, n *Node, o Options) {
+func checkNode(t testing.TB, n *yaml.Node, o Options) {
 	t.Helper()
-	want, werr := goYAMLEncode(t, toYAMLNode(n), o)
+	want, werr := goYAMLEncode(t, n, o)
 	got, gerr := Encode(n, o)
 	if (werr != nil) != (gerr != nil) || werr != nil && werr.Error() != gerr.Error() {
 		t.Fatalf("Encode(node %s, %+v): error %v, go-yaml's %v", dumpNode(n), o, gerr, werr)
@@ -122,13 +104,13 @@ func checkNode(t testing.TB, n *Node, o Options) {
 	}
 }
 
-func dumpNode(n *Node) string {
+func dumpNode(n *yaml.Node) string {
 	var b strings.Builder
-	var walk func(n *Node, depth int)
-	walk = func(n *Node, depth int) {
+	var walk func(n *yaml.Node, depth int)
+	walk = func(n *yaml.Node, depth int) {
 		b.WriteString(strings.Repeat("  ", depth))
 		b.WriteString(strings.Join([]string{kindName(n.Kind), n.Tag, styleName(n.Style)}, " "))
-		if n.Kind == ScalarNode {
+		if n.Kind == yaml.ScalarNode {
 			b.WriteString(" " + strings.ReplaceAll(strings.ReplaceAll(n.Value, "\\", "\\\\"), "\n", "\\n"))
 		}
 		b.WriteByte('\n')
@@ -140,24 +122,24 @@ func dumpNode(n *Node) string {
 	return b.String()
 }
 
-func kindName(k Kind) string {
+func kindName(k yaml.Kind) string {
 	switch k {
-	case ScalarNode:
+	case yaml.ScalarNode:
 		return "scalar"
-	case SequenceNode:
+	case yaml.SequenceNode:
 		return "seq"
-	case MappingNode:
+	case yaml.MappingNode:
 		return "map"
 	}
 	return "kind?"
 }
 
-func styleName(s Style) string {
+func styleName(s yaml.Style) string {
 	var parts []string
 	for _, f := range []struct {
-		s    Style
+		s    yaml.Style
 		name string
-	}{{TaggedStyle, "tagged"}, {DoubleQuotedStyle, "double"}, {SingleQuotedStyle, "single"}, {LiteralStyle, "literal"}, {FlowStyle, "flow"}} {
+	}{{yaml.TaggedStyle, "tagged"}, {yaml.DoubleQuotedStyle, "double"}, {yaml.SingleQuotedStyle, "single"}, {yaml.LiteralStyle, "literal"}, {yaml.FlowStyle, "flow"}} {
 		if s&f.s != 0 {
 			parts = append(parts, f.name)
 		}
@@ -223,31 +205,31 @@ func TestEncodeNestingMatchesGoYAML(t *testing.T) {
 }
 
 func TestEncodeNodeMatchesGoYAML(t *testing.T) {
-	styles := []Style{0, SingleQuotedStyle, DoubleQuotedStyle, LiteralStyle, TaggedStyle, TaggedStyle | SingleQuotedStyle}
+	styles := []yaml.Style{0, yaml.SingleQuotedStyle, yaml.DoubleQuotedStyle, yaml.LiteralStyle, yaml.TaggedStyle, yaml.TaggedStyle | yaml.SingleQuotedStyle}
 	tags := []string{"", "!!str", "!!int", "!!float", "!!bool", "!!null", "!!binary", "!!timestamp", "!foo", "tag:example.com,2000:x", "!!my tag%"}
 	for _, s := range awkward {
 		for _, st := range styles {
 			for _, tag := range tags {
-				sc := &Node{Kind: ScalarNode, Style: st, Tag: tag, Value: s}
+				sc := &yaml.Node{Kind: yaml.ScalarNode, Style: st, Tag: tag, Value: s}
 				for _, o := range options[:3] {
 					checkNode(t, sc, o)
-					m := &Node{Kind: MappingNode, Tag: "!!map", Content: []*Node{sc, sc, {Kind: ScalarNode, Value: "k"}, &Node{Kind: SequenceNode, Content: []*Node{sc, sc}}}}
+					m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{sc, sc, {Kind: yaml.ScalarNode, Value: "k"}, &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{sc, sc}}}}
 					checkNode(t, m, o)
-					checkNode(t, &Node{Kind: SequenceNode, Content: []*Node{m, sc, {Kind: SequenceNode, Content: []*Node{sc}}}}, o)
-					f := &Node{Kind: MappingNode, Style: FlowStyle, Content: []*Node{sc, sc, {Kind: ScalarNode, Value: "k"}, &Node{Kind: SequenceNode, Content: []*Node{sc, sc}}}}
+					checkNode(t, &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{m, sc, {Kind: yaml.SequenceNode, Content: []*yaml.Node{sc}}}}, o)
+					f := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle, Content: []*yaml.Node{sc, sc, {Kind: yaml.ScalarNode, Value: "k"}, &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{sc, sc}}}}
 					checkNode(t, f, o)
-					checkNode(t, &Node{Kind: SequenceNode, Style: FlowStyle, Content: []*Node{f, sc}}, o)
-					checkNode(t, &Node{Kind: SequenceNode, Content: []*Node{f, {Kind: SequenceNode, Style: FlowStyle, Content: []*Node{sc}}}}, o)
+					checkNode(t, &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle, Content: []*yaml.Node{f, sc}}, o)
+					checkNode(t, &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{f, {Kind: yaml.SequenceNode, Style: yaml.FlowStyle, Content: []*yaml.Node{sc}}}}, o)
 				}
 			}
 		}
 	}
-	for _, n := range []*Node{
+	for _, n := range []*yaml.Node{
 		{},
-		{Kind: ScalarNode},
-		{Kind: MappingNode, Content: []*Node{{Kind: ScalarNode, Value: "odd"}}},
-		{Kind: MappingNode, Tag: "!!set", Content: []*Node{{Kind: ScalarNode, Value: "a"}, {}}},
-		{Kind: SequenceNode, Tag: "!!omap", Style: FlowStyle},
+		{Kind: yaml.ScalarNode},
+		{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: "odd"}}},
+		{Kind: yaml.MappingNode, Tag: "!!set", Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: "a"}, {}}},
+		{Kind: yaml.SequenceNode, Tag: "!!omap", Style: yaml.FlowStyle},
 		{Kind: 3},
 	} {
 		for _, o := range options {

@@ -319,12 +319,12 @@ func needsEscape(r rune) bool {
 // setFlow puts collections in flow style and strings that hold line
 // breaks or characters YAML does not print in double quotes, where they
 // are escaped: the output stays on one line wherever a template puts it.
-func setFlow(n *yamlemit.Node) {
+func setFlow(n *yaml.Node) {
 	switch {
-	case n.Kind == yamlemit.MappingNode || n.Kind == yamlemit.SequenceNode:
-		n.Style = yamlemit.FlowStyle
-	case n.Kind == yamlemit.ScalarNode && strings.ContainsFunc(n.Value, needsEscape):
-		n.Style = yamlemit.DoubleQuotedStyle
+	case n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode:
+		n.Style = yaml.FlowStyle
+	case n.Kind == yaml.ScalarNode && strings.ContainsFunc(n.Value, needsEscape):
+		n.Style = yaml.DoubleQuotedStyle
 	}
 	for _, c := range n.Content {
 		setFlow(c)
