@@ -1,6 +1,11 @@
 package yamlemit
 
-import "go.yaml.in/yaml/v3"
+import (
+	"strings"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
 
 // The emitter is go-yaml's port of libyaml's emitter (emitterc.go) cut to
 // what Halite writes: one implicit document, no anchors, aliases,
@@ -38,11 +43,6 @@ type scalarAnalysis struct {
 	blockAllowed        bool
 }
 
-// tagData is libyaml's tag_data: a tag as a handle and a suffix.
-type tagData struct {
-	handle, suffix string
-}
-
 func newEmitter(indent int, compactSeq bool) *emitter {
 	if indent < 2 || indent > 9 {
 		indent = 2
@@ -68,12 +68,11 @@ func (e *emitter) node(ev *event, root, mapping, simpleKey, inBlockSeq bool) {
 	e.rootContext = root
 	e.mappingContext = mapping
 	e.simpleKeyContext = simpleKey
-	tag := analyzeTag(ev.tag)
 	switch ev.kind {
 	case yaml.ScalarNode:
-		e.scalar(ev, tag, inBlockSeq)
+		e.scalar(ev, inBlockSeq)
 	case yaml.SequenceNode:
-		e.processTag(tag)
+		e.processTag(ev.tag)
 		if e.flowLevel > 0 || ev.flow || len(ev.content) == 0 {
 			ev.inFlow = true
 			e.flowSequence(ev, inBlockSeq)
@@ -81,7 +80,7 @@ func (e *emitter) node(ev *event, root, mapping, simpleKey, inBlockSeq bool) {
 			e.blockSequence(ev, inBlockSeq)
 		}
 	case yaml.MappingNode:
-		e.processTag(tag)
+		e.processTag(ev.tag)
 		if e.flowLevel > 0 || ev.flow || len(ev.content) == 0 {
 			ev.inFlow = true
 			e.flowMapping(ev, inBlockSeq)
@@ -203,8 +202,7 @@ func (e *emitter) blockMapping(ev *event, inBlockSeq bool) {
 // simpleKey is yaml_emitter_check_simple_key: a key on one line, 128
 // bytes at most with its tag, or an empty collection.
 func simpleKey(ev *event) bool {
-	tag := analyzeTag(ev.tag)
-	n := len(tag.handle) + len(tag.suffix)
+	n := len(ev.tag) // its handle and suffix
 	switch ev.kind {
 	case yaml.ScalarNode:
 		if analyzeScalar(ev.value).multiline {
@@ -222,11 +220,11 @@ func simpleKey(ev *event) bool {
 }
 
 // scalar is yaml_emitter_emit_scalar.
-func (e *emitter) scalar(ev *event, tag tagData, inBlockSeq bool) {
+func (e *emitter) scalar(ev *event, inBlockSeq bool) {
 	a := analyzeScalar(ev.value)
 	style := e.selectScalarStyle(ev, a)
 	ev.chosen = style
-	e.processTag(tag)
+	e.processTag(ev.tag)
 	e.increaseIndent(true, false, inBlockSeq)
 	switch style {
 	case plainStyle:
@@ -264,67 +262,17 @@ func (e *emitter) selectScalarStyle(ev *event, a scalarAnalysis) scalarStyle {
 	return style
 }
 
-// analyzeTag is yaml_emitter_analyze_tag with the default directives,
-// "!" and "!!" (tag:yaml.org,2002:).
-func analyzeTag(short string) tagData {
-	if short == "" {
-		return tagData{}
-	}
-	tag := longTag(short)
-	switch {
-	case tag[0] == '!':
-		return tagData{handle: "!", suffix: tag[1:]}
-	case len(tag) > len(longTagPrefix) && tag[:len(longTagPrefix)] == longTagPrefix:
-		return tagData{handle: "!!", suffix: tag[len(longTagPrefix):]}
-	case tag == longTagPrefix:
-		return tagData{handle: "!!"}
-	}
-	return tagData{suffix: tag}
-}
-
-// processTag is yaml_emitter_process_tag.
-func (e *emitter) processTag(t tagData) {
-	if t.handle == "" && t.suffix == "" {
+// processTag is yaml_emitter_process_tag for a tag checkTag let through:
+// a handle ("!" or "!!") and a suffix that needs no escapes, which is how
+// the short form is spelled.
+func (e *emitter) processTag(tag string) {
+	if tag == "" {
 		return
 	}
-	if t.handle != "" {
-		if !e.whitespace {
-			e.put(' ')
-		}
-		e.writeAll(t.handle)
-		e.whitespace = false
-		e.indention = false
-		if t.suffix != "" {
-			e.writeTagContent(t.suffix)
-		}
-		return
+	if !e.whitespace {
+		e.put(' ')
 	}
-	e.writeIndicator("!<", true, false, false)
-	e.writeTagContent(t.suffix)
-	e.writeIndicator(">", false, false, false)
-}
-
-// writeTagContent is yaml_emitter_write_tag_content: URI characters as
-// they are, the rest %-escaped byte by byte.
-func (e *emitter) writeTagContent(s string) {
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case isAlpha(c) || c == ';' || c == '/' || c == '?' || c == ':' || c == '@' || c == '&' || c == '=' ||
-			c == '+' || c == '$' || c == ',' || c == '_' || c == '.' || c == '~' || c == '*' || c == '\'' ||
-			c == '(' || c == ')' || c == '[' || c == ']':
-			e.write(s, &i)
-		default:
-			const hex = "0123456789ABCDEF"
-			for range width(c) {
-				o := s[i]
-				i++
-				e.put('%')
-				e.put(hex[o>>4])
-				e.put(hex[o&0x0f])
-			}
-		}
-	}
+	e.writeAll(tag)
 	e.whitespace = false
 	e.indention = false
 }
@@ -533,53 +481,24 @@ func (e *emitter) writeDoubleQuoted(value string) {
 		r, w := decodeRune(value, i)
 		i += w
 		e.put('\\')
-		switch r {
-		case 0x00:
-			e.put('0')
-		case 0x07:
-			e.put('a')
-		case 0x08:
-			e.put('b')
-		case 0x09:
-			e.put('t')
-		case 0x0A:
-			e.put('n')
-		case 0x0b:
-			e.put('v')
-		case 0x0c:
-			e.put('f')
-		case 0x0d:
-			e.put('r')
-		case 0x1b:
-			e.put('e')
-		case 0x22:
-			e.put('"')
-		case 0x5c:
-			e.put('\\')
-		case 0x85:
-			e.put('N')
-		case 0xA0:
-			e.put('_')
-		case 0x2028:
-			e.put('L')
-		case 0x2029:
-			e.put('P')
+		const from, to = "\x00\a\b\t\n\v\f\r\x1b\"\\\u0085\u00a0\u2028\u2029", "0abtnvfre\"\\N_LP"
+		if k := strings.IndexRune(from, r); k >= 0 {
+			e.put(to[utf8.RuneCountInString(from[:k])])
+			continue
+		}
+		n := 8
+		switch {
+		case r <= 0xFF:
+			e.put('x')
+			n = 2
+		case r <= 0xFFFF:
+			e.put('u')
+			n = 4
 		default:
-			var n int
-			switch {
-			case r <= 0xFF:
-				e.put('x')
-				n = 2
-			case r <= 0xFFFF:
-				e.put('u')
-				n = 4
-			default:
-				e.put('U')
-				n = 8
-			}
-			for k := (n - 1) * 4; k >= 0; k -= 4 {
-				e.put(hex[(r>>uint(k))&0x0F])
-			}
+			e.put('U')
+		}
+		for k := (n - 1) * 4; k >= 0; k -= 4 {
+			e.put(hex[(r>>uint(k))&0x0F])
 		}
 	}
 	e.writeIndicator("\"", false, false, false)
@@ -711,10 +630,6 @@ func width(b byte) int {
 		return 4
 	}
 	return 0
-}
-
-func isAlpha(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c == '_' || c == '-'
 }
 
 // isPrintable is libyaml's is_printable: LF, printable ASCII and the

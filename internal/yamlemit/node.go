@@ -69,6 +69,9 @@ func nodeEvent(n *yaml.Node, depth int) (*event, error) {
 		}
 	}
 	ev := &event{kind: n.Kind, tag: shortTag(tag)}
+	if !plainTag(ev.tag) {
+		return nil, fmt.Errorf("yamlemit: cannot write tag %q", n.Tag)
+	}
 	switch n.Kind {
 	case yaml.SequenceNode, yaml.MappingNode:
 		content := n.Content
@@ -116,6 +119,29 @@ func nodeEvent(n *yaml.Node, depth int) (*event, error) {
 		return nil, fmt.Errorf("yaml: cannot encode node with unknown kind %d", n.Kind)
 	}
 	return ev, nil
+}
+
+// plainTag says go-yaml writes the short tag t as it is spelled: "!" or
+// "!!" (tag:yaml.org,2002:) then characters its emitter does not escape
+// (yaml_emitter_write_tag_content). Other tags, written %-escaped or as
+// !<verbatim>, no caller asks for.
+func plainTag(t string) bool {
+	if t == "" {
+		return true
+	}
+	if t[0] != '!' {
+		return false
+	}
+	if strings.HasPrefix(t, "!!") {
+		t = t[1:]
+	}
+	for i := 1; i < len(t); i++ {
+		c := t[i]
+		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || strings.IndexByte("-_;/?:@&=+$,.~*'()[]", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 func nullEvent() *event {

@@ -85,12 +85,13 @@ func isBase60Float(s string) bool {
 	return i == len(s)
 }
 
-// isOldBool is YAML 1.1's bool words, which the encoder quotes.
+// isOldBool is YAML 1.1's bool words (y, yes, on, n, no, off, each in
+// lower case, capitalised or upper case), which the encoder quotes.
 func isOldBool(s string) bool {
-	switch s {
-	case "y", "Y", "yes", "Yes", "YES", "on", "On", "ON",
-		"n", "N", "no", "No", "NO", "off", "Off", "OFF":
-		return true
+	l := strings.ToLower(s)
+	switch l {
+	case "y", "yes", "on", "n", "no", "off":
+		return s == l || s[1:] == l[1:] || s == strings.ToUpper(l)
 	}
 	return false
 }

@@ -204,9 +204,23 @@ func TestEncodeNestingMatchesGoYAML(t *testing.T) {
 	}
 }
 
+// TestEncodeNodeRefusesTags: tags go-yaml would %-escape or write as
+// !<verbatim> are refused, not written some other way.
+func TestEncodeNodeRefusesTags(t *testing.T) {
+	for _, tag := range []string{"tag:example.com,2000:x", "!!my tag", "!a!b", "!é", "x"} {
+		n := &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: "v"}
+		if _, err := Encode(n, Options{}); err == nil {
+			t.Errorf("Encode(tag %q): no error", tag)
+		}
+		if _, err := goYAMLEncode(t, n, Options{}); err != nil {
+			t.Errorf("go-yaml refuses tag %q too: %v", tag, err)
+		}
+	}
+}
+
 func TestEncodeNodeMatchesGoYAML(t *testing.T) {
 	styles := []yaml.Style{0, yaml.SingleQuotedStyle, yaml.DoubleQuotedStyle, yaml.LiteralStyle, yaml.TaggedStyle, yaml.TaggedStyle | yaml.SingleQuotedStyle}
-	tags := []string{"", "!!str", "!!int", "!!float", "!!bool", "!!null", "!!binary", "!!timestamp", "!foo", "tag:example.com,2000:x", "!!my tag%"}
+	tags := []string{"", "!!str", "!!int", "!!float", "!!bool", "!!null", "!!binary", "!!timestamp", "!foo", "!!a/b;c?d:e@f&g=h+i$j,k_l.m~n*o'p(q)r[s]t-u"}
 	for _, s := range awkward {
 		for _, st := range styles {
 			for _, tag := range tags {
