@@ -9,8 +9,9 @@ import (
 
 // The emitter is go-yaml's port of libyaml's emitter (emitterc.go) cut to
 // what Halite writes: one implicit document, no anchors, aliases,
-// comments, directives or folded scalars, canonical mode off and lines
-// never folded (go-yaml's encoder leaves the width at -1, unlimited). The
+// comments, directives or folded scalars, tags only as "!" or "!!" and a
+// suffix that needs no escapes, canonical mode off and lines never folded
+// (go-yaml's encoder leaves the width at -1, unlimited). The
 // functions keep libyaml's names and order so the two can be read side by
 // side; the state stack is gone because a tree is walked recursively, and
 // the one question libyaml asks of it ("is the parent a block sequence
@@ -28,7 +29,6 @@ type emitter struct {
 	whitespace bool // the last character written was white space
 	indention  bool // only indentation is written on this line so far
 
-	rootContext      bool
 	mappingContext   bool
 	simpleKeyContext bool
 }
@@ -59,13 +59,12 @@ func newEmitter(indent int, compactSeq bool) *emitter {
 // document writes ev as the one document of the stream: no "---", and a
 // line break at the end (yaml_emitter_emit_document_end).
 func (e *emitter) document(ev *event) {
-	e.node(ev, true, false, false, false)
+	e.node(ev, false, false, false)
 	e.writeIndent()
 }
 
 // node is yaml_emitter_emit_node.
-func (e *emitter) node(ev *event, root, mapping, simpleKey, inBlockSeq bool) {
-	e.rootContext = root
+func (e *emitter) node(ev *event, mapping, simpleKey, inBlockSeq bool) {
 	e.mappingContext = mapping
 	e.simpleKeyContext = simpleKey
 	switch ev.kind {
@@ -129,7 +128,7 @@ func (e *emitter) flowSequence(ev *event, inBlockSeq bool) {
 		if e.column == 0 {
 			e.writeIndent()
 		}
-		e.node(item, false, false, false, false)
+		e.node(item, false, false, false)
 	}
 	e.flowLevel--
 	e.popIndent()
@@ -153,14 +152,14 @@ func (e *emitter) flowMapping(ev *event, inBlockSeq bool) {
 		}
 		k, v := ev.content[i], ev.content[i+1]
 		if simpleKey(k) {
-			e.node(k, false, true, true, false)
+			e.node(k, true, true, false)
 			e.writeIndicator(":", false, false, false)
 		} else {
 			e.writeIndicator("?", true, false, false)
-			e.node(k, false, true, false, false)
+			e.node(k, true, false, false)
 			e.writeIndicator(":", true, false, false)
 		}
-		e.node(v, false, true, false, false)
+		e.node(v, true, false, false)
 	}
 	e.flowLevel--
 	e.popIndent()
@@ -174,7 +173,7 @@ func (e *emitter) blockSequence(ev *event, inBlockSeq bool) {
 	for _, item := range ev.content {
 		e.writeIndent()
 		e.writeIndicator("-", true, false, true)
-		e.node(item, false, false, false, true)
+		e.node(item, false, false, true)
 	}
 	e.popIndent()
 }
@@ -186,15 +185,15 @@ func (e *emitter) blockMapping(ev *event, inBlockSeq bool) {
 		e.writeIndent()
 		k, v := ev.content[i], ev.content[i+1]
 		if simpleKey(k) {
-			e.node(k, false, true, true, false)
+			e.node(k, true, true, false)
 			e.writeIndicator(":", false, false, false)
 		} else {
 			e.writeIndicator("?", true, false, true)
-			e.node(k, false, true, false, false)
+			e.node(k, true, false, false)
 			e.writeIndent()
 			e.writeIndicator(":", true, false, true)
 		}
-		e.node(v, false, true, false, false)
+		e.node(v, true, false, false)
 	}
 	e.popIndent()
 }

@@ -9,16 +9,10 @@ import (
 
 // Short tags, as go-yaml spells them.
 const (
-	nullTag      = "!!null"
-	boolTag      = "!!bool"
-	strTag       = "!!str"
-	intTag       = "!!int"
-	floatTag     = "!!float"
-	timestampTag = "!!timestamp"
-	seqTag       = "!!seq"
-	mapTag       = "!!map"
-	binaryTag    = "!!binary"
-	mergeTag     = "!!merge"
+	strTag    = "!!str"
+	seqTag    = "!!seq"
+	mapTag    = "!!map"
+	binaryTag = "!!binary"
 )
 
 const longTagPrefix = "tag:yaml.org,2002:"
@@ -26,13 +20,6 @@ const longTagPrefix = "tag:yaml.org,2002:"
 func shortTag(tag string) string {
 	if strings.HasPrefix(tag, longTagPrefix) {
 		return "!!" + tag[len(longTagPrefix):]
-	}
-	return tag
-}
-
-func longTag(tag string) string {
-	if strings.HasPrefix(tag, "!!") {
-		return longTagPrefix + tag[2:]
 	}
 	return tag
 }
