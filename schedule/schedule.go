@@ -1,7 +1,6 @@
 package schedule
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,9 +10,9 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/halite-fleet/halite/internal/atomicfile"
+	"github.com/halite-fleet/halite/internal/yamlemit"
 )
 
 // Options configure a Scheduler.
@@ -278,16 +277,11 @@ func YAML(list map[string]any) (string, error) {
 // marshalYAML encodes v as Salt's yaml.safe_dump(default_flow_style=False)
 // does: block style, two-space indent.
 func marshalYAML(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(v); err != nil {
+	b, err := yamlemit.Encode(v, yamlemit.Options{Indent: 2})
+	if err != nil {
 		return nil, fmt.Errorf("encode schedule: %w", err)
 	}
-	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("encode schedule: %w", err)
-	}
-	return buf.Bytes(), nil
+	return b, nil
 }
 
 // Add adds a job; an existing name or a bad entry is refused.

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/halite-fleet/halite/event"
+	"github.com/halite-fleet/halite/internal/yamlemit"
 )
 
 // DefaultInterval is a beacon's interval when it sets none: Salt's
@@ -382,7 +382,7 @@ func (m *Manager) Save() (string, error) {
 	if m.o.SaveFile == "" {
 		return "", fmt.Errorf("no file to save beacons to")
 	}
-	b, err := yaml.Marshal(map[string]any{"beacons": m.List()})
+	b, err := yamlemit.Marshal(map[string]any{"beacons": m.List()})
 	if err != nil {
 		return "", fmt.Errorf("encode beacons: %w", err)
 	}

@@ -11,6 +11,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/halite-fleet/halite/internal/yamlemit"
 )
 
 // maxFileSize bounds the grains file the agent reads, so a runaway file
@@ -80,13 +82,8 @@ func ReadFile(path string) (map[string]any, error) {
 // default_flow_style=False), through a temporary file and a rename so a
 // crash leaves the old file or the new one, never half of one.
 func writeFile(path string, g map[string]any) error {
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(g); err != nil {
-		return fmt.Errorf("encode grains file: %w", err)
-	}
-	if err := enc.Close(); err != nil {
+	b, err := yamlemit.Encode(g, yamlemit.Options{Indent: 2})
+	if err != nil {
 		return fmt.Errorf("encode grains file: %w", err)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".grains-*")
@@ -94,7 +91,7 @@ func writeFile(path string, g map[string]any) error {
 		return fmt.Errorf("write grains file: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
+	if _, err := tmp.Write(b); err != nil {
 		tmp.Close()
 		return fmt.Errorf("write grains file: %w", err)
 	}

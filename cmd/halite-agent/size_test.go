@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"debug/elf"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -91,6 +92,57 @@ var costly = map[string]map[string]string{
 		"Any": "zap.Any instantiates its field constructor for every type it knows (about 0.1 MiB on armv7): " +
 			"use zap.Reflect for data, zap.String(k, fmt.Sprint(v)) for a panic value",
 	},
+	"go.yaml.in/yaml/v3": {
+		"Marshal":    yamlEncoderCost,
+		"NewEncoder": yamlEncoderCost,
+	},
+}
+
+const yamlEncoderCost = "go-yaml's encoder (its libyaml emitter) costs the armv7 agent 94 KB: " +
+	"write YAML with internal/yamlemit, which gives go-yaml's bytes (go-yaml is for reading)"
+
+// TestNoYAMLEncoder: the armv7 agent links no go-yaml emitter. Besides the
+// calls TestNoCostlyCalls looks for, (*yaml.Node).Encode would bring it,
+// and so would any interface call of a method Encode(interface{}) error
+// on a reachable path (the linker then keeps that method of every
+// reachable type, *yaml.Node's among them): zap's ReflectedEncoder was
+// one (third_party/zap, tools/zapfork.patch).
+func TestNoYAMLEncoder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the agent for ARM")
+	}
+	bin := filepath.Join(t.TempDir(), "halite-agent")
+	if out, err := goCmd(t, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatalf("read the agent binary: %v", err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatalf("symbols of the agent binary: %v", err)
+	}
+	decoder := false
+	var encoder []string
+	for _, s := range syms {
+		switch {
+		case strings.HasPrefix(s.Name, "go.yaml.in/yaml/v3.yaml_emitter_") && !strings.Contains(s.Name, ".arginfo"),
+			s.Name == "go.yaml.in/yaml/v3.(*Node).Encode",
+			s.Name == "go.yaml.in/yaml/v3.Marshal":
+			encoder = append(encoder, s.Name)
+		case s.Name == "go.yaml.in/yaml/v3.yaml_parser_parse":
+			decoder = true
+		}
+	}
+	if len(encoder) > 0 {
+		t.Errorf("the agent links %d functions of go-yaml's encoder (%s): %s; "+
+			"go build -ldflags=-dumpdep says what keeps them", len(encoder), strings.Join(encoder[:min(3, len(encoder))], ", "), yamlEncoderCost)
+	}
+	if !decoder {
+		t.Errorf("no go.yaml.in/yaml/v3.yaml_parser_parse in the agent's %d symbols: does the check still look at the right names?", len(syms))
+	}
 }
 
 // TestNoCostlyCalls: no package of this module that the armv7 agent links

@@ -1,7 +1,6 @@
 package output
 
 import (
-	"bytes"
 	"encoding/base64"
 	"fmt"
 	"math"
@@ -13,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/halite-fleet/halite/internal/saltdata"
+	"github.com/halite-fleet/halite/internal/yamlemit"
 )
 
 // renderYAML renders like Salt's yaml_out (PyYAML's safe_dump with libyaml's
@@ -32,17 +32,11 @@ func renderYAML(v any, opts Options) (string, error) {
 	if opts.IndentSet && opts.Indent > 1 && opts.Indent < 10 {
 		indent = opts.Indent
 	}
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(indent)
-	enc.CompactSeqIndent()
-	if err := enc.Encode(root); err != nil {
+	out, err := yamlemit.Encode(root, yamlemit.Options{Indent: indent, CompactSeq: true})
+	if err != nil {
 		return "", fmt.Errorf("encode yaml: %w", err)
 	}
-	if err := enc.Close(); err != nil {
-		return "", fmt.Errorf("encode yaml: %w", err)
-	}
-	return buf.String(), nil
+	return string(out), nil
 }
 
 // yamlNode turns a normalised value into a yaml.Node tree.
@@ -102,7 +96,7 @@ func yamlString(s string) *yaml.Node {
 		// opinion below, but neither YAML 1.2 nor PyYAML reads them so.
 		return n
 	}
-	if out, err := yaml.Marshal(s); err == nil && len(out) > 0 && out[0] == '"' {
+	if out, err := yamlemit.Marshal(s); err == nil && len(out) > 0 && out[0] == '"' {
 		n.Style = yaml.SingleQuotedStyle
 	}
 	return n

@@ -1,7 +1,6 @@
 package sls
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/halite-fleet/halite/internal/yamlbound"
+	"github.com/halite-fleet/halite/internal/yamlemit"
 )
 
 // Entry is one top-level ID of a rendered SLS file, in file order.
@@ -295,20 +295,21 @@ func yamlErrLine(err error) int {
 }
 
 // MarshalFlowYAML renders v as one line of flow-style YAML, as Salt's yaml
-// filter (yaml.safe_dump with default_flow_style=True) does.
+// filter (yaml.safe_dump with default_flow_style=True) does. It writes
+// what go-yaml wrote (the node (*yaml.Node).Encode makes of v, in flow
+// style), with internal/yamlemit, which the device agent links instead of
+// go-yaml's encoder.
 func MarshalFlowYAML(v any) (string, error) {
-	var buf bytes.Buffer
-	n := new(yaml.Node)
-	if err := n.Encode(v); err != nil {
+	n, err := yamlemit.FromValue(v)
+	if err != nil {
 		return "", err
 	}
 	setFlow(n)
-	enc := yaml.NewEncoder(&buf)
-	if err := enc.Encode(n); err != nil {
+	out, err := yamlemit.Encode(n, yamlemit.Options{})
+	if err != nil {
 		return "", err
 	}
-	enc.Close()
-	return strings.TrimSuffix(buf.String(), "\n"), nil
+	return strings.TrimSuffix(string(out), "\n"), nil
 }
 
 func needsEscape(r rune) bool {

@@ -22,7 +22,6 @@ package zapcore
 
 import (
 	"encoding/json"
-	"io"
 	"time"
 
 	"go.uber.org/zap/buffer"
@@ -350,9 +349,6 @@ type EncoderConfig struct {
 	// Unlike the other primitive type encoders, EncodeName is optional. The
 	// zero value falls back to FullNameEncoder.
 	EncodeName NameEncoder `json:"nameEncoder" yaml:"nameEncoder"`
-	// Configure the encoder for interface{} type objects.
-	// If not provided, objects are encoded using json.Encoder
-	NewReflectedEncoder func(io.Writer) ReflectedEncoder `json:"-" yaml:"-"`
 	// Configures the field separator used by the console encoder. Defaults
 	// to tab.
 	ConsoleSeparator string `json:"consoleSeparator" yaml:"consoleSeparator"`

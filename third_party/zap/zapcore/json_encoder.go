@@ -22,6 +22,7 @@ package zapcore
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"math"
 	"time"
 	"unicode/utf8"
@@ -59,7 +60,7 @@ type jsonEncoder struct {
 
 	// for encoding generic values by reflection
 	reflectBuf *buffer.Buffer
-	reflectEnc ReflectedEncoder
+	reflectEnc *json.Encoder
 }
 
 // NewJSONEncoder creates a fast, low-allocation JSON encoder. The encoder
@@ -83,11 +84,6 @@ func newJSONEncoder(cfg EncoderConfig, spaced bool) *jsonEncoder {
 		cfg.LineEnding = ""
 	} else if cfg.LineEnding == "" {
 		cfg.LineEnding = DefaultLineEnding
-	}
-
-	// If no EncoderConfig.NewReflectedEncoder is provided by the user, then use default
-	if cfg.NewReflectedEncoder == nil {
-		cfg.NewReflectedEncoder = defaultReflectedEncoder
 	}
 
 	return &jsonEncoder{
@@ -154,7 +150,13 @@ func (enc *jsonEncoder) AddInt64(key string, val int64) {
 func (enc *jsonEncoder) resetReflectBuf() {
 	if enc.reflectBuf == nil {
 		enc.reflectBuf = bufferpool.Get()
-		enc.reflectEnc = enc.NewReflectedEncoder(enc.reflectBuf)
+		// Halite: always encoding/json's Encoder, called directly. An
+		// interface call of Encode(interface{}) error (zap's
+		// ReflectedEncoder) makes the linker keep every reachable type's
+		// method of that name and signature, go-yaml's
+		// (*yaml.Node).Encode and with it go-yaml's whole encoder.
+		enc.reflectEnc = json.NewEncoder(enc.reflectBuf)
+		enc.reflectEnc.SetEscapeHTML(false) // as zap's default
 	} else {
 		enc.reflectBuf.Reset()
 	}
