@@ -5,11 +5,14 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/qlog"
+	"github.com/quic-go/quic-go/qlogwriter"
 )
 
 // listenQUIC listens on a loopback UDP port with Halite's configurations.
@@ -137,5 +140,57 @@ func TestQUICPinRefuses(t *testing.T) {
 	if err == nil {
 		conn.CloseWithError(0, "")
 		t.Fatalf("dial: got a connection, want the pin to refuse it")
+	}
+}
+
+// paramsTrace keeps the max_ack_delay a peer's transport parameters carried.
+type paramsTrace struct{ got chan time.Duration }
+
+func (p paramsTrace) AddProducer() qlogwriter.Recorder { return p }
+func (paramsTrace) Close() error                       { return nil }
+func (p paramsTrace) RecordEvent(e qlogwriter.Event) {
+	if e, ok := e.(qlog.ParametersSet); ok && e.Initiator == qlog.InitiatorRemote {
+		select {
+		case p.got <- e.MaxAckDelay:
+		default:
+		}
+	}
+}
+
+// TestQUICMaxAckDelay pins third_party/quic-go's 10-max-ack-delay.patch:
+// a Halite peer advertises max_ack_delay 200 ms (its 25 ms ack timer and
+// 175 ms for the timer firing late on a busy relay), not quic-go's 26 ms,
+// so that its peer's probe timeout does not resend jobs and returns that
+// arrived (issue 20). It fails when go.mod builds with upstream quic-go.
+func TestQUICMaxAckDelay(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	master, _ := GenerateIdentity()
+	agent, _ := GenerateIdentity()
+	ln := listenQUIC(t, master)
+	go func() {
+		if conn, err := ln.Accept(ctx); err == nil {
+			<-ctx.Done()
+			conn.CloseWithError(0, "")
+		}
+	}()
+	trace := paramsTrace{got: make(chan time.Duration, 1)}
+	qc := QUICConfig()
+	qc.Tracer = func(context.Context, bool, quic.ConnectionID) qlogwriter.Trace { return trace }
+	conn, err := quic.DialAddr(ctx, ln.Addr().String(), agent.ClientTLS(nil), qc)
+	if err != nil && strings.Contains(err.Error(), "no qlog") {
+		t.Skipf("dial: %v (a build without qlog: -tags quicdebug)", err)
+	}
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer conn.CloseWithError(0, "")
+	select {
+	case got := <-trace.got:
+		if want := 200 * time.Millisecond; got != want {
+			t.Errorf("the listener's max_ack_delay: got %v, want %v", got, want)
+		}
+	case <-ctx.Done():
+		t.Fatal("no transport parameters from the listener")
 	}
 }
