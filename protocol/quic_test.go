@@ -194,3 +194,77 @@ func TestQUICMaxAckDelay(t *testing.T) {
 		t.Fatal("no transport parameters from the listener")
 	}
 }
+
+// TestQUICStateAfterHandshake: third_party/quic-go's
+// 30-drop-tls-after-handshake.patch lets crypto/tls's connection go once the
+// handshake is confirmed and keeps its ConnectionState; both ends must still
+// see the peer's key and the ALPN after a round trip on a stream (by then
+// the server has sent its session ticket and the client has HANDSHAKE_DONE).
+func TestQUICStateAfterHandshake(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	master, _ := GenerateIdentity()
+	agent, _ := GenerateIdentity()
+	ln := listenQUIC(t, master)
+	type result struct {
+		key  ed25519.PublicKey
+		alpn string
+		err  error
+	}
+	served := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() { served <- r }()
+		conn, err := ln.Accept(ctx)
+		if err != nil {
+			r.err = err
+			return
+		}
+		st, err := conn.AcceptStream(ctx)
+		if err != nil {
+			r.err = err
+			return
+		}
+		f := NewFramer(st, 0)
+		if _, r.err = f.Read(); r.err != nil {
+			return
+		}
+		if r.err = f.Write(&KeyStatus{Status: KeyAccepted}); r.err != nil {
+			return
+		}
+		<-conn.Context().Done()
+		cs := conn.ConnectionState().TLS
+		r.alpn = cs.NegotiatedProtocol
+		r.key, r.err = PeerKey(cs)
+	}()
+	conn, err := quic.DialAddr(ctx, ln.Addr().String(), agent.ClientTLS(nil), QUICConfig())
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	st, err := conn.OpenStreamSync(ctx)
+	if err != nil {
+		t.Fatalf("open stream: %v", err)
+	}
+	f := NewFramer(st, 0)
+	if err := f.Write(&Hello{ID: "web01", Caps: CapabilityVersion}); err != nil {
+		t.Fatalf("write hello: %v", err)
+	}
+	if _, err := f.Read(); err != nil {
+		t.Fatalf("read key status: %v", err)
+	}
+	cs := conn.ConnectionState().TLS
+	if key, err := PeerKey(cs); err != nil || !key.Equal(master.Pub) {
+		t.Errorf("client: peer key %v, %v; want the master's", key, err)
+	}
+	if !cs.HandshakeComplete || cs.NegotiatedProtocol != ALPN {
+		t.Errorf("client: handshake complete %v, ALPN %q; want true, %q", cs.HandshakeComplete, cs.NegotiatedProtocol, ALPN)
+	}
+	conn.CloseWithError(0, "done")
+	r := <-served
+	if r.err != nil {
+		t.Fatalf("server: %v", r.err)
+	}
+	if !r.key.Equal(agent.Pub) || r.alpn != ALPN {
+		t.Errorf("server: peer key %s, ALPN %q; want the agent's %s, %q", Fingerprint(r.key), r.alpn, Fingerprint(agent.Pub), ALPN)
+	}
+}

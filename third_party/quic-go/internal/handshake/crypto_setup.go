@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,7 +27,13 @@ const clientSessionStateRevision = 5
 
 type cryptoSetup struct {
 	tlsConf *tls.Config
-	conn    *tls.QUICConn
+	conn    *tls.QUICConn // nil once dropped (dropTLS)
+
+	// connMu guards conn against ConnectionState, which the application
+	// calls from its own goroutines; state is the connection's TLS state,
+	// kept when conn is dropped.
+	connMu sync.Mutex
+	state  *tls.ConnectionState
 
 	events []Event
 
@@ -215,6 +222,9 @@ func (h *cryptoSetup) StartHandshake(ctx context.Context) error {
 // Close closes the crypto setup.
 // It aborts the handshake, if it is still running.
 func (h *cryptoSetup) Close() error {
+	if h.conn == nil {
+		return nil
+	}
 	return h.conn.Close()
 }
 
@@ -228,6 +238,16 @@ func (h *cryptoSetup) HandleMessage(data []byte, encLevel protocol.EncryptionLev
 }
 
 func (h *cryptoSetup) handleMessage(data []byte, encLevel protocol.EncryptionLevel) error {
+	if h.conn == nil {
+		// After dropTLS. The only post-handshake message in QUIC is the
+		// server's NewSessionTicket, which a client without a session cache
+		// has no use for; a server gets none (crypto/tls would fail the
+		// connection the same way).
+		if h.perspective == protocol.PerspectiveClient {
+			return nil
+		}
+		return qerr.NewLocalCryptoError(10, errors.New("tls: received unexpected handshake message after the handshake"))
+	}
 	if err := h.conn.HandleData(encLevel.ToTLSEncryptionLevel(), data); err != nil {
 		return err
 	}
@@ -410,6 +430,7 @@ func (h *cryptoSetup) GetSessionTicket() ([]byte, error) {
 			}
 		}
 	}
+	h.dropTLS()
 	return ticket, nil
 }
 
@@ -600,6 +621,9 @@ func (h *cryptoSetup) handshakeComplete() {
 
 func (h *cryptoSetup) SetHandshakeConfirmed() {
 	h.aead.SetHandshakeConfirmed()
+	if h.perspective == protocol.PerspectiveClient {
+		h.dropTLS() // the server's is dropped after its session ticket
+	}
 	// drop Handshake keys
 	var dropped bool
 	if h.handshakeOpener != nil {
@@ -696,10 +720,37 @@ func (h *cryptoSetup) Get1RTTOpener() (ShortHeaderOpener, error) {
 }
 
 func (h *cryptoSetup) ConnectionState() ConnectionState {
-	return ConnectionState{
-		ConnectionState: h.conn.ConnectionState(),
-		Used0RTT:        h.used0RTT.Load(),
+	h.connMu.Lock()
+	defer h.connMu.Unlock()
+	cs := ConnectionState{Used0RTT: h.used0RTT.Load()}
+	if h.state != nil {
+		cs.ConnectionState = *h.state
+	} else {
+		cs.ConnectionState = h.conn.ConnectionState()
 	}
+	return cs
+}
+
+// dropTLS lets the TLS connection go once the handshake is confirmed (a
+// server's after its one session ticket, in GetSessionTicket), keeping only its
+// ConnectionState: the 1-RTT keys and their updates are the updatableAEAD's
+// own. It keeps it where it could still be needed: on a client with a
+// session cache (the server's NewSessionTicket may come later). Halite
+// (tools/quicfork): a relay holds thousands of connections, and crypto/tls
+// keeps the handshake's state, buffers and a clone of the tls.Config for
+// the connection's life.
+func (h *cryptoSetup) dropTLS() {
+	if h.conn == nil || (h.perspective == protocol.PerspectiveClient && h.tlsConf.ClientSessionCache != nil) {
+		return
+	}
+	state := h.conn.ConnectionState()
+	h.connMu.Lock()
+	h.state = &state
+	conn := h.conn
+	h.conn = nil
+	h.connMu.Unlock()
+	conn.Close()
+	h.tlsConf = nil
 }
 
 func wrapError(err error) error {
