@@ -94,3 +94,5 @@ require (
 )
 
 replace go.uber.org/zap => ./third_party/zap
+
+replace github.com/quic-go/quic-go => ./third_party/quic-go

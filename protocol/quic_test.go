@@ -5,11 +5,14 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/qlog"
+	"github.com/quic-go/quic-go/qlogwriter"
 )
 
 // listenQUIC listens on a loopback UDP port with Halite's configurations.
@@ -137,5 +140,131 @@ func TestQUICPinRefuses(t *testing.T) {
 	if err == nil {
 		conn.CloseWithError(0, "")
 		t.Fatalf("dial: got a connection, want the pin to refuse it")
+	}
+}
+
+// paramsTrace keeps the max_ack_delay a peer's transport parameters carried.
+type paramsTrace struct{ got chan time.Duration }
+
+func (p paramsTrace) AddProducer() qlogwriter.Recorder { return p }
+func (paramsTrace) Close() error                       { return nil }
+func (p paramsTrace) RecordEvent(e qlogwriter.Event) {
+	if e, ok := e.(qlog.ParametersSet); ok && e.Initiator == qlog.InitiatorRemote {
+		select {
+		case p.got <- e.MaxAckDelay:
+		default:
+		}
+	}
+}
+
+// TestQUICMaxAckDelay pins third_party/quic-go's 10-max-ack-delay.patch:
+// a Halite peer advertises max_ack_delay 200 ms (its 25 ms ack timer and
+// 175 ms for the timer firing late on a busy relay), not quic-go's 26 ms,
+// so that its peer's probe timeout does not resend jobs and returns that
+// arrived (issue 20). It fails when go.mod builds with upstream quic-go.
+func TestQUICMaxAckDelay(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	master, _ := GenerateIdentity()
+	agent, _ := GenerateIdentity()
+	ln := listenQUIC(t, master)
+	go func() {
+		if conn, err := ln.Accept(ctx); err == nil {
+			<-ctx.Done()
+			conn.CloseWithError(0, "")
+		}
+	}()
+	trace := paramsTrace{got: make(chan time.Duration, 1)}
+	qc := QUICConfig()
+	qc.Tracer = func(context.Context, bool, quic.ConnectionID) qlogwriter.Trace { return trace }
+	conn, err := quic.DialAddr(ctx, ln.Addr().String(), agent.ClientTLS(nil), qc)
+	if err != nil && strings.Contains(err.Error(), "no qlog") {
+		t.Skipf("dial: %v (a build without qlog: -tags quicdebug)", err)
+	}
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer conn.CloseWithError(0, "")
+	select {
+	case got := <-trace.got:
+		if want := 200 * time.Millisecond; got != want {
+			t.Errorf("the listener's max_ack_delay: got %v, want %v", got, want)
+		}
+	case <-ctx.Done():
+		t.Fatal("no transport parameters from the listener")
+	}
+}
+
+// TestQUICStateAfterHandshake: third_party/quic-go's
+// 30-drop-tls-after-handshake.patch lets crypto/tls's connection go once the
+// handshake is confirmed and keeps its ConnectionState; both ends must still
+// see the peer's key and the ALPN after a round trip on a stream (by then
+// the server has sent its session ticket and the client has HANDSHAKE_DONE).
+func TestQUICStateAfterHandshake(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	master, _ := GenerateIdentity()
+	agent, _ := GenerateIdentity()
+	ln := listenQUIC(t, master)
+	type result struct {
+		key  ed25519.PublicKey
+		alpn string
+		err  error
+	}
+	served := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() { served <- r }()
+		conn, err := ln.Accept(ctx)
+		if err != nil {
+			r.err = err
+			return
+		}
+		st, err := conn.AcceptStream(ctx)
+		if err != nil {
+			r.err = err
+			return
+		}
+		f := NewFramer(st, 0)
+		if _, r.err = f.Read(); r.err != nil {
+			return
+		}
+		if r.err = f.Write(&KeyStatus{Status: KeyAccepted}); r.err != nil {
+			return
+		}
+		<-conn.Context().Done()
+		cs := conn.ConnectionState().TLS
+		r.alpn = cs.NegotiatedProtocol
+		r.key, r.err = PeerKey(cs)
+	}()
+	conn, err := quic.DialAddr(ctx, ln.Addr().String(), agent.ClientTLS(nil), QUICConfig())
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	st, err := conn.OpenStreamSync(ctx)
+	if err != nil {
+		t.Fatalf("open stream: %v", err)
+	}
+	f := NewFramer(st, 0)
+	if err := f.Write(&Hello{ID: "web01", Caps: CapabilityVersion}); err != nil {
+		t.Fatalf("write hello: %v", err)
+	}
+	if _, err := f.Read(); err != nil {
+		t.Fatalf("read key status: %v", err)
+	}
+	cs := conn.ConnectionState().TLS
+	if key, err := PeerKey(cs); err != nil || !key.Equal(master.Pub) {
+		t.Errorf("client: peer key %v, %v; want the master's", key, err)
+	}
+	if !cs.HandshakeComplete || cs.NegotiatedProtocol != ALPN {
+		t.Errorf("client: handshake complete %v, ALPN %q; want true, %q", cs.HandshakeComplete, cs.NegotiatedProtocol, ALPN)
+	}
+	conn.CloseWithError(0, "done")
+	r := <-served
+	if r.err != nil {
+		t.Fatalf("server: %v", r.err)
+	}
+	if !r.key.Equal(agent.Pub) || r.alpn != ALPN {
+		t.Errorf("server: peer key %s, ALPN %q; want the agent's %s, %q", Fingerprint(r.key), r.alpn, Fingerprint(agent.Pub), ALPN)
 	}
 }

@@ -1,0 +1,6 @@
+//go:build !race
+
+package israce
+
+// Enabled reports if the race detector is enabled.
+const Enabled = false
