@@ -23,3 +23,33 @@ func TestSmallBuildRefusesOtherGo(t *testing.T) {
 		t.Fatalf("build armv7 with trims for go1.0.1: %v, want gotrim's refusal", err)
 	}
 }
+
+// TestAgentLDFlagsMatchMakefile: halite-flash's source build links the
+// 32-bit ARM agent with the Makefile's AGENT_LDFLAGS_ARM (4 KiB segment
+// alignment), so the agent it ships is the size `make cross` measures and
+// cmd/halite-agent's TestAgentSize holds to 8.5 MiB; other arches do not
+// take it (MIPS kernels with 16 and 64 KiB pages exist).
+func TestAgentLDFlagsMatchMakefile(t *testing.T) {
+	mk, err := os.ReadFile(filepath.Join("..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want string
+	for _, line := range strings.Split(string(mk), "\n") {
+		if v, ok := strings.CutPrefix(line, "AGENT_LDFLAGS_ARM := "); ok {
+			want = v
+		}
+	}
+	if want == "" || want != agentLDFlagsARM {
+		t.Fatalf("Makefile AGENT_LDFLAGS_ARM is %q, firmware builds with %q", want, agentLDFlagsARM)
+	}
+	for _, name := range []string{"armv6", "armv7", "mipsle", "arm64", "amd64"} {
+		ld := agentLDFlags(mustArch(t, name), "1.2.3")
+		if has := strings.Contains(ld, want); has != strings.HasPrefix(name, "armv") {
+			t.Errorf("%s: ldflags %q (AGENT_LDFLAGS_ARM %q only on 32-bit ARM)", name, ld, want)
+		}
+		if !strings.HasPrefix(ld, "-s -w") || !strings.Contains(ld, "internal/version.Version=1.2.3") {
+			t.Errorf("%s: ldflags %q, want stripped with the version stamped", name, ld)
+		}
+	}
+}
