@@ -527,12 +527,29 @@ func decodeRune(s string, i int) (rune, int) {
 	return r, w
 }
 
+// literalHint is a literal block's indentation indicator: how far its
+// lines are indented past the node that holds it. go-yaml writes the
+// encoder's indent there, which is that distance for a mapping's value at
+// the top but not inside a sequence ("- " indents by 2) or in a mapping
+// inside one, so at indent 4 it wrote "- |4-" over lines indented by 2:
+// its own parser then failed ("did not find expected '-' indicator") or,
+// for "\n#", read "" — a grains or beacons file Halite wrote would not load
+// again. Here the indicator is the real distance; where the two agree (every
+// indent of 2, and the top of the document) the bytes are go-yaml's.
+func (e *emitter) literalHint() int {
+	if len(e.indents) == 0 || e.indents[len(e.indents)-1] < 0 {
+		return e.bestIndent
+	}
+	return e.indent - e.indents[len(e.indents)-1]
+}
+
 // writeLiteral is yaml_emitter_write_literal_scalar with
-// yaml_emitter_write_block_scalar_hints.
+// yaml_emitter_write_block_scalar_hints, less go-yaml's wrong indentation
+// indicator inside sequences (literalHint).
 func (e *emitter) writeLiteral(value string) {
 	e.writeIndicator("|", true, false, false)
 	if value != "" && (value[0] == ' ' || isBreak(value, 0)) {
-		e.writeIndicator(string(rune('0'+e.bestIndent)), false, false, false)
+		e.writeIndicator(string(rune('0'+e.literalHint())), false, false, false)
 	}
 	chomp := byte(0)
 	if value == "" {

@@ -3,6 +3,7 @@ package yamlemit
 import (
 	"bytes"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +60,7 @@ func checkValue(t testing.TB, v any, o Options) {
 	if (werr != nil) != (gerr != nil) {
 		t.Fatalf("Encode(%#v, %+v): error %v, go-yaml's %v", v, o, gerr, werr)
 	}
-	if !bytes.Equal(got, want) {
+	if !bytes.Equal(got, want) && !hintFixed(got, want) {
 		t.Fatalf("Encode(%#v, %+v) =\n%q\ngo-yaml:\n%q", v, o, got, want)
 	}
 	// FromValue is the node go-yaml's text means: written as a node it
@@ -69,7 +70,7 @@ func checkValue(t testing.TB, v any, o Options) {
 		t.Fatalf("FromValue(%#v): %v", v, gerr)
 	}
 	marshalled, _ := yaml.Marshal(v)
-	if again, err := Encode(n, Options{}); err != nil || !bytes.Equal(again, marshalled) {
+	if again, err := Encode(n, Options{}); err != nil || !bytes.Equal(again, marshalled) && !hintFixed(again, marshalled) {
 		t.Fatalf("Encode(FromValue(%#v)) = %q, %v, go-yaml's Marshal: %q", v, again, err, marshalled)
 	}
 	// And it is go-yaml's Node.Encode, unless go-yaml misreads its own
@@ -99,8 +100,52 @@ func checkNode(t testing.TB, n *yaml.Node, o Options) {
 	if (werr != nil) != (gerr != nil) || werr != nil && werr.Error() != gerr.Error() {
 		t.Fatalf("Encode(node %s, %+v): error %v, go-yaml's %v", dumpNode(n), o, gerr, werr)
 	}
-	if !bytes.Equal(got, want) {
+	if !bytes.Equal(got, want) && !hintFixed(got, want) {
 		t.Fatalf("Encode(node %s, %+v) =\n%q\ngo-yaml:\n%q", dumpNode(n), o, got, want)
+	}
+}
+
+// hintFixed: got differs from go-yaml's want only in literal blocks'
+// indentation indicators (the digit after "|": literalHint writes the real
+// indent where go-yaml writes its encoder's, which is wrong inside
+// sequences) and got reads back; TestLiteralInSequenceReadsBack checks it
+// reads back as the value.
+func hintFixed(got, want []byte) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if got[i] != want[i] && (i == 0 || got[i-1] != '|' || got[i] < '1' || got[i] > '9') {
+			return false
+		}
+	}
+	var g yaml.Node
+	return yaml.Unmarshal(got, &g) == nil
+}
+
+// TestLiteralInSequenceReadsBack: a string that needs a literal block's
+// indentation indicator (it starts with a space or a line break) reads
+// back as itself inside sequences and mappings in sequences at every
+// indent. go-yaml v3.0.6 wrote "- |4-" over lines indented by 2 at
+// indent 4 (yaml.Marshal's), which its parser refuses or, for "\n#",
+// reads as "": a beacons or grains file written so would not load again.
+func TestLiteralInSequenceReadsBack(t *testing.T) {
+	for _, s := range []string{"\na", "\n\na\nb", " a\nb", "  x\ny\n", "\n#", "\n", " \n "} {
+		for _, v := range []any{s, []any{s}, map[string]any{"k": s}, map[string]any{"k": []any{s}},
+			[]any{map[string]any{"k": s}}, []any{[]any{s}}, map[string]any{"k": map[string]any{"j": []any{"x", s}}}} {
+			for ind := 2; ind <= 9; ind++ {
+				for _, compact := range []bool{false, true} {
+					b, err := Encode(v, Options{Indent: ind, CompactSeq: compact})
+					if err != nil {
+						t.Fatalf("Encode(%#v, %d, %v): %v", v, ind, compact, err)
+					}
+					var back any
+					if err := yaml.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, v) {
+						t.Errorf("Encode(%#v, indent %d, compact %v) = %q: reads back as %#v, %v", v, ind, compact, b, back, err)
+					}
+				}
+			}
+		}
 	}
 }
 
