@@ -93,25 +93,14 @@ func TestParseYAMLKeys(t *testing.T) {
 }
 
 // goYAMLFlow is MarshalFlowYAML as it was with go-yaml's encoder: the node
-// (*yaml.Node).Encode makes of v, in flow style, written by go-yaml.
+// (*yaml.Node).Encode makes of v, in flow style (setFlow), written by
+// go-yaml.
 func goYAMLFlow(v any) (string, error) {
 	n := new(yaml.Node)
 	if err := n.Encode(v); err != nil {
 		return "", err
 	}
-	var flow func(n *yaml.Node)
-	flow = func(n *yaml.Node) {
-		switch {
-		case n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode:
-			n.Style = yaml.FlowStyle
-		case n.Kind == yaml.ScalarNode && strings.ContainsFunc(n.Value, needsEscape):
-			n.Style = yaml.DoubleQuotedStyle
-		}
-		for _, c := range n.Content {
-			flow(c)
-		}
-	}
-	flow(n)
+	setFlow(n)
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	if err := enc.Encode(n); err != nil {
