@@ -44,6 +44,13 @@ func (b *bucket) wait(now time.Time) time.Duration {
 	return time.Duration(-b.tokens / b.rate * float64(time.Second))
 }
 
+// giveBack returns a token wait took for a caller that did not use it.
+func (b *bucket) giveBack() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.tokens = min(b.tokens+1, b.burst)
+}
+
 func (b *bucket) refill(now time.Time) {
 	if !b.last.IsZero() {
 		b.tokens += now.Sub(b.last).Seconds() * b.rate

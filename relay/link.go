@@ -281,16 +281,8 @@ func (r *Relay) fanOut(l *link, rj *protocol.Job) {
 // openUp opens a device's stream on the link, sends its Hello and reads the
 // master's answer. It waits for the admit rate first.
 func (r *Relay) openUp(ctx context.Context, l *link, d *device) (*quic.Stream, *protocol.Framer, protocol.Message, error) {
-	for {
-		w := r.admit.wait(time.Now())
-		if w == 0 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil, nil, nil, ctx.Err()
-		case <-time.After(w):
-		}
+	if err := r.admitUp(ctx, l, d); err != nil {
+		return nil, nil, nil, err
 	}
 	sctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	s, err := l.conn.OpenStreamSync(sctx)
@@ -330,6 +322,48 @@ func (r *Relay) openUp(ctx context.Context, l *link, d *device) (*quic.Stream, *
 		}
 	}
 	return s, f, msg, nil
+}
+
+// admitUp keeps device sessions opened upstream to the relay's admit rate:
+// it takes one token of r.admit, possibly one still to come, and waits
+// until it is there. A device whose connection ends meanwhile (it gave up
+// and will dial again), or a link that goes, gives its token back and
+// ends the wait, and with it the slot its handshake holds against
+// max_devices. (Before, the wait took a token again each time it woke,
+// so once a storm had used the burst no waiter got through again — each
+// woke to a bucket its own earlier token had emptied — and the waiters
+// of devices long gone kept their slots: "relay full (max_devices)".)
+func (r *Relay) admitUp(ctx context.Context, l *link, d *device) error {
+	var gone <-chan struct{} // an orphan of the previous run has no connection
+	if d.conn != nil {
+		gone = d.conn.Context().Done()
+	}
+	return admitWait(ctx, r.admit, l.conn.Context().Done(), gone)
+}
+
+// admitWait takes one token of b and waits until it is there, unless ctx,
+// the link (linkDone) or the device (gone) ends first: then the token goes
+// back.
+func admitWait(ctx context.Context, b *bucket, linkDone, gone <-chan struct{}) error {
+	w := b.wait(time.Now())
+	if w == 0 {
+		return nil
+	}
+	t := time.NewTimer(w)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		b.giveBack()
+		return ctx.Err()
+	case <-linkDone:
+		b.giveBack()
+		return errors.New("the link to the master went while waiting for admission")
+	case <-gone:
+		b.giveBack()
+		return errors.New("the device left while waiting for admission")
+	}
 }
 
 // pendingWait bounds how long the relay waits for the master's second
