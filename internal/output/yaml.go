@@ -22,21 +22,28 @@ import (
 // ones too), floats as PyYAML writes them (1.0, 1.0e+20, .inf), bytes as
 // !!binary.
 func renderYAML(v any, opts Options) (string, error) {
-	root := yamlNode(v)
-	if opts.IndentSet && opts.Indent < 0 {
-		root.Style |= yaml.FlowStyle
-	}
-	// PyYAML's emitter takes an indent only between 2 and 9, and writes a
-	// sequence inside a mapping level with its key whatever the indent.
-	indent := 2
-	if opts.IndentSet && opts.Indent > 1 && opts.Indent < 10 {
-		indent = opts.Indent
-	}
+	root, indent := yamlRoot(v, opts)
 	out, err := yamlemit.Encode(root, yamlemit.Options{Indent: indent, CompactSeq: true})
 	if err != nil {
 		return "", fmt.Errorf("encode yaml: %w", err)
 	}
 	return string(out), nil
+}
+
+// yamlRoot is v's node tree, in flow style for a negative --out-indent,
+// and the indent to write it with: PyYAML's emitter takes an indent only
+// between 2 and 9, and writes a sequence inside a mapping level with its
+// key whatever the indent.
+func yamlRoot(v any, opts Options) (*yaml.Node, int) {
+	root := yamlNode(v)
+	if opts.IndentSet && opts.Indent < 0 {
+		root.Style |= yaml.FlowStyle
+	}
+	indent := 2
+	if opts.IndentSet && opts.Indent > 1 && opts.Indent < 10 {
+		indent = opts.Indent
+	}
+	return root, indent
 }
 
 // yamlNode turns a normalised value into a yaml.Node tree.

@@ -36,14 +36,7 @@ func TestYAMLMatchesGoYAML(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			root := yamlNode(v)
-			if o.IndentSet && o.Indent < 0 {
-				root.Style |= yaml.FlowStyle
-			}
-			indent := 2
-			if o.IndentSet && o.Indent > 1 && o.Indent < 10 {
-				indent = o.Indent
-			}
+			root, indent := yamlRoot(v, o)
 			var buf bytes.Buffer
 			enc := yaml.NewEncoder(&buf)
 			enc.SetIndent(indent)
