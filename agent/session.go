@@ -36,7 +36,7 @@ type masterConn struct {
 // paused, cut off) after that long; QUIC's idle timeout, at twice that,
 // is only the backstop.
 func (a *Agent) quicConfig() *quic.Config {
-	qc := protocol.QUICConfig()
+	qc := protocol.AgentQUICConfig()
 	if d := 2 * a.aliveInterval(); d > 0 && d < qc.MaxIdleTimeout {
 		qc.MaxIdleTimeout = d
 		qc.KeepAlivePeriod = d / 2

@@ -28,6 +28,13 @@ type Relay struct {
 	// Heartbeat is the interval in seconds of the relay's heartbeat event
 	// (halite/relay/<id>/heartbeat); 0 turns it off. Default 60.
 	Heartbeat int
+	// DeviceTimeout is how long, in seconds, the relay keeps a device
+	// that has sent nothing: its QUIC idle timeout (default 30, 5 to 600;
+	// quic-go, the agent's QUIC, takes no idle timeout under 5 s from its
+	// peer). A device keeps an idle session alive with a keep-alive every
+	// half of it, so it also sets the idle traffic of a site: one PING and
+	// its ACK per device every 15 s by default.
+	DeviceTimeout int
 	// Admit is how many devices a second the relay lets in (default
 	// 2000): it bounds both the devices' QUIC handshakes (past it a device
 	// is refused at once, before any crypto, and tries again after a short
@@ -180,7 +187,7 @@ const MaxRelayBatchDelay = 1000
 // DefaultRelay returns the relay: defaults.
 func DefaultRelay() *Relay {
 	return &Relay{Interface: "0.0.0.0", Port: 4506, MaxDevices: 10000, SpoolMax: 64 << 20,
-		EventRate: 100, EventBurst: 1000, Heartbeat: 60, Admit: 2000,
+		EventRate: 100, EventBurst: 1000, Heartbeat: 60, Admit: 2000, DeviceTimeout: 30,
 		BatchMax: 64 << 10, BatchDelay: 5, ChunkCacheBytes: 1 << 30, ProxyDynamicMax: 256}
 }
 

@@ -26,6 +26,7 @@ func relayOptions() map[string]*option[Relay] {
 		optRange("event_rate", 1, 1<<20, func(r *R) *int { return &r.EventRate }, "returns and events a second per device"),
 		optRange("event_burst", 1, 1<<20, func(r *R) *int { return &r.EventBurst }, "burst of returns and events per device"),
 		optCount("heartbeat", func(r *R) *int { return &r.Heartbeat }, "seconds between heartbeat events; 0: off"),
+		optRange("device_timeout", 5, 600, func(r *R) *int { return &r.DeviceTimeout }, "seconds a silent device is kept; devices send a keep-alive after half of it"),
 		optRange("admit", 1, 1<<20, func(r *R) *int { return &r.Admit }, "devices let in a second (handshakes and upstream sessions)"),
 		optRange("batch_max", MinRelayBatch, MaxRelayBatch, func(r *R) *int { return &r.BatchMax }, "bytes of one batch of returns and events to the master"),
 		optRange("batch_delay", 0, MaxRelayBatchDelay, func(r *R) *int { return &r.BatchDelay }, "milliseconds a batch waits for more after its first item"),

@@ -277,7 +277,8 @@ var errBusy = errors.New("relay: handshake rate reached")
 // Halite's, with the handshake rate (relay: admit) applied before the
 // handshake begins.
 func (r *Relay) deviceQUICConfig() *quic.Config {
-	qc, plain := deviceQUIC(), deviceQUIC()
+	idle := time.Duration(r.conf.DeviceTimeout) * time.Second
+	qc, plain := deviceQUIC(idle), deviceQUIC(idle)
 	qc.GetConfigForClient = func(*quic.ClientInfo) (*quic.Config, error) {
 		if !r.handshakes.take(time.Now()) {
 			r.refused.Add(1)
@@ -305,8 +306,16 @@ const (
 
 // deviceQUIC is Halite's QUIC configuration with the device listener's
 // flow control, and one stream a connection: a device opens exactly one.
-func deviceQUIC() *quic.Config {
+// The relay drops a device silent for idle (relay: device_timeout) and
+// sends no keep-alives: its devices do, after half of idle (see
+// protocol.AgentQUICConfig), one PING and its ACK instead of a pair from
+// each side.
+func deviceQUIC(idle time.Duration) *quic.Config {
 	qc := protocol.QUICConfig()
+	if idle > 0 {
+		qc.MaxIdleTimeout = idle
+	}
+	qc.KeepAlivePeriod = 0
 	qc.InitialStreamReceiveWindow = deviceStreamWindow
 	qc.MaxStreamReceiveWindow = deviceMaxStreamWindow
 	qc.InitialConnectionReceiveWindow = deviceConnWindow

@@ -11,9 +11,9 @@
 #      (e2e.TestProxyScale: idle RSS against a relay without, test.ping p50).
 #   2f. relays50k (off by default: RELAY50K=1 or BENCH_ONLY=relays50k):
 #      RELAY50K_N (50000) simulated devices behind RELAY50K_R (50) relays,
-#      ramped at RELAY50K_RAMP (300) a second: connect time, test.ping
+#      ramped at RELAY50K_RAMP (200) a second: connect time, test.ping
 #      p50/p99 over 5 rounds, CPU and memory per process. It does not fit
-#      the default budget (the ramp alone is ~170 s and, on 2 cores,
+#      the default budget (the ramp alone is ~250 s and, on 2 cores,
 #      connecting 50,000 costs minutes of CPU over the three processes);
 #      give it RELAY50K_TIME seconds (1500) and a BENCH_BUDGET to match.
 #      A run that cannot finish says how far it got and what saturated
@@ -47,7 +47,7 @@
 #        FAILOVER_N (1000), RELAY_N (10000), RELAY_R (10), STATES_N (1000),
 #        STATES_ROUNDS (5), REACTOR_AGENTS (10), REACTOR_EVENTS (1000),
 #        RELAY50K (0; 1: run relays50k too), RELAY50K_N (50000),
-#        RELAY50K_R (50), RELAY50K_RAMP (300), RELAY50K_ADMIT (8 per relay),
+#        RELAY50K_R (50), RELAY50K_RAMP (200), RELAY50K_ADMIT (8 per relay),
 #        RELAY50K_TIME (1500),
 #        PROXY_N (1000),
 #        BENCH_ONLY: a comma-separated subset of the steps to run: micro,
@@ -75,7 +75,7 @@ REACTOR_EVENTS="${REACTOR_EVENTS:-1000}"
 RELAY50K="${RELAY50K:-0}"
 RELAY50K_N="${RELAY50K_N:-50000}"
 RELAY50K_R="${RELAY50K_R:-50}"
-RELAY50K_RAMP="${RELAY50K_RAMP:-300}"
+RELAY50K_RAMP="${RELAY50K_RAMP:-200}"
 RELAY50K_ADMIT="${RELAY50K_ADMIT:-8}"
 RELAY50K_TIME="${RELAY50K_TIME:-1500}"
 PROXY_N="${PROXY_N:-1000}"

@@ -409,7 +409,7 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 		return nil
 	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	qc := protocol.QUICConfig()
+	qc := protocol.AgentQUICConfig()
 	if f.census != nil {
 		qc.Tracer = f.census.trace
 	}

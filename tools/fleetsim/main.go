@@ -6,7 +6,7 @@
 //
 //	fleetsim [-n 100,1000,5000] [-rounds 10] [-warmup 1]
 //	fleetsim -relays 10 -n 10000 [-storm term|kill] [-json]
-//	fleetsim -relays 50 -n 50000 -ramp 300 -admit 8 [-stall 2m] [-deadline 15m] [-max-rss MiB] [-sim-gogc N] -json
+//	fleetsim -relays 50 -n 50000 -ramp 200 -admit 8 [-stall 2m] [-deadline 15m] [-max-rss MiB] [-sim-gogc N] -json
 //	fleetsim -states [-state-files] [-relays 2] -n 1000 [-rounds 5] [-json]
 //	fleetsim -rollout BUILD [-relays 1] -n 1000 [-batch 10%] [-json]
 //	fleetsim -orch [-relays 2] -n 200 [-rounds 5] [-json]

@@ -157,8 +157,19 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	srss1, sgor := rssKiB(os.Getpid()), runtime.NumGoroutine()
 	atConnect := watcher.sample()
 	if *hold > 0 {
+		// The idle cost: what the connected devices cost while nothing
+		// happens (keep-alives, timers), per process.
 		fmt.Fprintf(os.Stderr, "fleetsim: %d devices connected; holding %s\n", n, *hold)
+		s0, r0, m0, u0 := cpuTime(os.Getpid()), cpuTime(child.Process.Pid), cpuTime(m.cmd.Process.Pid), udpSent()
+		f.Census()
 		time.Sleep(*hold)
+		secs := hold.Seconds()
+		fmt.Fprintf(os.Stderr, "fleetsim: idle %s: cores sim %.3f relays %.3f master %.3f; %.3f datagrams a second per device\n", *hold,
+			(cpuTime(os.Getpid())-s0).Seconds()/secs, (cpuTime(child.Process.Pid)-r0).Seconds()/secs,
+			(cpuTime(m.cmd.Process.Pid)-m0).Seconds()/secs, float64(udpSent()-u0)/secs/float64(n))
+		if c := f.Census(); c != "" {
+			fmt.Fprintf(os.Stderr, "fleetsim: the devices' 1-RTT packets while idle, by frames:\n%s", c)
+		}
 	}
 	// A round in which some device did not return (its session was being
 	// re-established when the job went out) is counted, not timed.
