@@ -28,35 +28,47 @@ import (
 // it says Hello and keeps the connection as long as the relay does (or
 // until ctx ends). It reports whether the master accepted the key.
 func knock(ctx context.Context, addr, id string) bool {
-	ident, err := protocol.GenerateIdentity()
-	if err != nil {
-		return false
-	}
-	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	conn, err := quic.DialAddr(dctx, addr, ident.ClientTLS(func(ed25519.PublicKey) error { return nil }), protocol.QUICConfig())
+	conn, accepted, err := dialHello(ctx, addr, id, protocol.QUICConfig())
 	if err != nil {
 		return false
 	}
 	defer conn.CloseWithError(0, "")
-	s, err := conn.OpenStreamSync(dctx)
-	if err != nil {
-		return false
-	}
-	f := protocol.NewFramer(s, 0)
-	kx, _ := protocol.NewKX()
-	if err := f.Write(&protocol.Hello{ID: id, Caps: protocol.CapabilityVersion, KX: kx.Public(),
-		KXSig: protocol.SignAgentKX(ident, id, kx.Public())}); err != nil {
-		return false
-	}
-	s.SetReadDeadline(time.Now().Add(5 * time.Second))
-	msg, err := f.Read()
-	accepted := err == nil && isAccepted(msg)
 	select {
 	case <-conn.Context().Done():
 	case <-ctx.Done():
 	}
 	return accepted
+}
+
+// dialHello dials the relay at addr with qc as id, with a new key, and
+// says Hello: it returns the connection and whether the master accepted
+// the key.
+func dialHello(ctx context.Context, addr, id string, qc *quic.Config) (*quic.Conn, bool, error) {
+	ident, err := protocol.GenerateIdentity()
+	if err != nil {
+		return nil, false, err
+	}
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := quic.DialAddr(dctx, addr, ident.ClientTLS(func(ed25519.PublicKey) error { return nil }), qc)
+	if err != nil {
+		return nil, false, err
+	}
+	s, err := conn.OpenStreamSync(dctx)
+	if err != nil {
+		conn.CloseWithError(0, "")
+		return nil, false, err
+	}
+	f := protocol.NewFramer(s, 0)
+	kx, _ := protocol.NewKX()
+	if err := f.Write(&protocol.Hello{ID: id, Caps: protocol.CapabilityVersion, KX: kx.Public(),
+		KXSig: protocol.SignAgentKX(ident, id, kx.Public())}); err != nil {
+		conn.CloseWithError(0, "")
+		return nil, false, err
+	}
+	s.SetReadDeadline(time.Now().Add(5 * time.Second))
+	msg, err := f.Read()
+	return conn, err == nil && isAccepted(msg), nil
 }
 
 func isAccepted(msg protocol.Message) bool {

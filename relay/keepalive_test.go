@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"crypto/ed25519"
 	"testing"
 	"time"
 
@@ -16,30 +15,13 @@ import (
 // Hello and returns the connection once the master accepted the key.
 func helloWith(t *testing.T, addr, id string, qc *quic.Config) *quic.Conn {
 	t.Helper()
-	ident, err := protocol.GenerateIdentity()
+	conn, accepted, err := dialHello(context.Background(), addr, id, qc)
 	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, err := quic.DialAddr(ctx, addr, ident.ClientTLS(func(ed25519.PublicKey) error { return nil }), qc)
-	if err != nil {
-		t.Fatalf("dial relay: %v", err)
+		t.Fatalf("%s: %v", id, err)
 	}
 	t.Cleanup(func() { conn.CloseWithError(0, "") })
-	s, err := conn.OpenStreamSync(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := protocol.NewFramer(s, 0)
-	kx, _ := protocol.NewKX()
-	if err := f.Write(&protocol.Hello{ID: id, Caps: protocol.CapabilityVersion, KX: kx.Public(),
-		KXSig: protocol.SignAgentKX(ident, id, kx.Public())}); err != nil {
-		t.Fatal(err)
-	}
-	s.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if msg, err := f.Read(); err != nil || !isAccepted(msg) {
-		t.Fatalf("%s: hello answered %v, %v; want accepted", id, msg, err)
+	if !accepted {
+		t.Fatalf("%s: hello not answered accepted", id)
 	}
 	return conn
 }
