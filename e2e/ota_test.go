@@ -185,8 +185,13 @@ func TestOTA(t *testing.T) {
 			r = c.cli("halite", "dev2", "firmware.update", "version=3.0.0")
 		}()
 		var child int
+		binDir, err := filepath.EvalSymlinks(filepath.Join(c.root, "dev2", "bin"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		trial := filepath.Join(binDir, "halite-agent.new")
 		waitFor(t, 30*time.Second, "the build on trial", func() bool {
-			child = childOf(c.agents["dev2"].cmd.Process.Pid)
+			child = childRunning(c.agents["dev2"].cmd.Process.Pid, trial)
 			return child > 0
 		})
 		syscall.Kill(child, syscall.SIGKILL)
@@ -225,14 +230,21 @@ func TestOTA(t *testing.T) {
 	})
 }
 
-// childOf returns a child process of pid, 0 if none.
-func childOf(pid int) int {
+// childRunning returns a child process of pid that runs the program exe,
+// 0 if none: the agent may have other children (a grain's or a module's
+// command) beside the build on trial.
+func childRunning(pid int, exe string) int {
 	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	for _, e := range tasks {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, e.Name()))
-		var child int
-		if _, err := fmt.Sscan(string(b), &child); err == nil {
-			return child
+		for _, f := range strings.Fields(string(b)) {
+			var child int
+			if _, err := fmt.Sscan(f, &child); err != nil {
+				continue
+			}
+			if got, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", child)); got == exe {
+				return child
+			}
 		}
 	}
 	return 0
