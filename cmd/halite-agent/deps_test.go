@@ -93,15 +93,7 @@ func TestNoCgo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the agent for ARM")
 	}
-	bin := filepath.Join(t.TempDir(), "halite-agent")
-	if out, err := goCmd(t, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("CGO_ENABLED=0 GOARCH=arm GOARM=7 go build: %v\n%s", err, out)
-	}
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatalf("read the agent binary: %v", err)
-	}
-	defer f.Close()
+	f := armAgentELF(t)
 	if f.Machine != elf.EM_ARM {
 		t.Errorf("machine: got %v, want %v", f.Machine, elf.EM_ARM)
 	}
@@ -113,6 +105,22 @@ func TestNoCgo(t *testing.T) {
 	if libs, err := f.ImportedLibraries(); err != nil || len(libs) != 0 {
 		t.Errorf("imported libraries: got %v (%v), want none", libs, err)
 	}
+}
+
+// armAgentELF builds the agent as goCmd does (ARMv7, cgo off) into a
+// temporary directory and opens the binary, closed when the test ends.
+func armAgentELF(t *testing.T) *elf.File {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "halite-agent")
+	if out, err := goCmd(t, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("CGO_ENABLED=0 GOARCH=arm GOARM=7 go build: %v\n%s", err, out)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatalf("read the agent binary: %v", err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
 
 func stderrOf(err error) string {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"debug/elf"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -112,16 +111,7 @@ func TestNoYAMLEncoder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the agent for ARM")
 	}
-	bin := filepath.Join(t.TempDir(), "halite-agent")
-	if out, err := goCmd(t, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatalf("read the agent binary: %v", err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
+	syms, err := armAgentELF(t).Symbols()
 	if err != nil {
 		t.Fatalf("symbols of the agent binary: %v", err)
 	}
