@@ -36,11 +36,16 @@ const (
 )
 
 // AgentQUICConfig is the QUIC configuration of an agent's connection to a
-// master or a relay: QUICConfig with the agent's keep-alive bounds.
+// master or a relay: QUICConfig with the agent's keep-alive bounds, and its
+// packets sent on the connection's own goroutine (SendInline, a field of
+// Halite's quic-go copy): an agent sends a few packets a job, and a second
+// goroutine and a hand-off per packet cost a small device more than they
+// save.
 func AgentQUICConfig() *quic.Config {
 	qc := QUICConfig()
 	qc.MaxIdleTimeout = AgentMaxIdleTimeout
 	qc.KeepAlivePeriod = AgentKeepAlivePeriod
+	qc.SendInline = true
 	return qc
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -21,6 +22,12 @@ import (
 // once, rather than after closed connections time out.
 func listenQUIC(t *testing.T, id *Identity) *quic.Listener {
 	t.Helper()
+	return listenQUICWith(t, id, QUICConfig())
+}
+
+// listenQUICWith is listenQUIC with the QUIC configuration qc.
+func listenQUICWith(t *testing.T, id *Identity, qc *quic.Config) *quic.Listener {
+	t.Helper()
 	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatalf("listen udp: %v", err)
@@ -30,7 +37,7 @@ func listenQUIC(t *testing.T, id *Identity) *quic.Listener {
 		tr.Close()
 		udp.Close()
 	})
-	ln, err := tr.Listen(id.ServerTLS(), QUICConfig())
+	ln, err := tr.Listen(id.ServerTLS(), qc)
 	if err != nil {
 		t.Fatalf("listen quic: %v", err)
 	}
@@ -200,12 +207,23 @@ func TestQUICMaxAckDelay(t *testing.T) {
 // handshake is confirmed and keeps its ConnectionState; both ends must still
 // see the peer's key and the ALPN after a round trip on a stream (by then
 // the server has sent its session ticket and the client has HANDSHAKE_DONE).
+// 40-connection-memory.patch keeps the peer's certificates as they came and
+// parses them again when asked, and sends on the connection's goroutine
+// with SendInline: both ways of sending, on each end.
 func TestQUICStateAfterHandshake(t *testing.T) {
+	for _, inline := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inline=%v", inline), func(t *testing.T) { testQUICStateAfterHandshake(t, inline) })
+	}
+}
+
+func testQUICStateAfterHandshake(t *testing.T, inline bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	master, _ := GenerateIdentity()
 	agent, _ := GenerateIdentity()
-	ln := listenQUIC(t, master)
+	lqc := QUICConfig()
+	lqc.SendInline = inline
+	ln := listenQUICWith(t, master, lqc)
 	type result struct {
 		key  ed25519.PublicKey
 		alpn string
@@ -237,7 +255,9 @@ func TestQUICStateAfterHandshake(t *testing.T) {
 		r.alpn = cs.NegotiatedProtocol
 		r.key, r.err = PeerKey(cs)
 	}()
-	conn, err := quic.DialAddr(ctx, ln.Addr().String(), agent.ClientTLS(nil), QUICConfig())
+	qc := AgentQUICConfig()
+	qc.SendInline = inline
+	conn, err := quic.DialAddr(ctx, ln.Addr().String(), agent.ClientTLS(nil), qc)
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}

@@ -523,7 +523,7 @@ func (c *Conn) preSetup(r *pathReceiver) {
 	c.largestRcvdAppData = protocol.InvalidPacketNumber
 	c.initialStream = newInitialCryptoStream(c.perspective == protocol.PerspectiveClient)
 	c.handshakeStream = newCryptoStream()
-	c.sendQueue = newSendQueue(c.conn)
+	c.sendQueue = c.newSender(c.conn)
 	c.retransmissionQueue = newRetransmissionQueue()
 	c.frameParser = *wire.NewFrameParser(
 		c.config.EnableDatagrams,
@@ -586,11 +586,7 @@ func (c *Conn) run() (err error) {
 	if err := c.handleHandshakeEvents(monotime.Now()); err != nil {
 		return err
 	}
-	go func() {
-		if err := c.sendQueue.Run(); err != nil {
-			c.destroyImpl(err)
-		}
-	}()
+	c.runSender()
 
 	if c.perspective == protocol.PerspectiveClient {
 		c.scheduleSending() // so the ClientHello actually gets sent
@@ -782,7 +778,9 @@ func (c *Conn) ConnectionState() ConnectionState {
 	defer c.connStateMutex.Unlock()
 
 	cs := c.cryptoStreamHandler.ConnectionState()
-	c.connState.TLS = cs.ConnectionState
+	// Halite (tools/quicfork): the TLS state is the caller's copy, not kept
+	// in connState, where it held the peer's parsed certificates for the
+	// connection's life.
 	c.connState.Used0RTT = cs.Used0RTT
 	if c.peerParams != nil {
 		c.connState.SupportsDatagrams.Remote = c.supportsDatagrams()
@@ -792,7 +790,9 @@ func (c *Conn) ConnectionState() ConnectionState {
 	c.connState.SupportsStreamResetPartialDelivery.Local = c.config.EnableStreamResetPartialDelivery
 	c.connState.RequireStreamCreditRelease = c.config.RequireStreamCreditRelease
 	c.connState.GSO = c.conn.capabilities().GSO
-	return c.connState
+	state := c.connState
+	state.TLS = cs.ConnectionState
+	return state
 }
 
 // ConnectionStats contains statistics about the QUIC connection
@@ -946,7 +946,25 @@ func (c *Conn) switchToNewPath(tr *Transport, now monotime.Time) {
 		c.mtuDiscoverer.Start(now)
 	}
 	c.sendQueue.Close()
-	c.sendQueue = newSendQueue(c.conn)
+	c.sendQueue = c.newSender(c.conn)
+	c.runSender()
+}
+
+// newSender is the connection's sender on conn: the send queue and its
+// goroutine, or with Config.SendInline the inline sender. Halite
+// (tools/quicfork).
+func (c *Conn) newSender(conn sendConn) sender {
+	if c.config.SendInline {
+		return &inlineSender{conn: conn, fail: c.destroyImpl}
+	}
+	return newSendQueue(conn)
+}
+
+// runSender starts the send queue's goroutine; an inline sender has none.
+func (c *Conn) runSender() {
+	if _, ok := c.sendQueue.(*inlineSender); ok {
+		return
+	}
 	go func() {
 		if err := c.sendQueue.Run(); err != nil {
 			c.destroyImpl(err)
@@ -2464,6 +2482,12 @@ func (c *Conn) handleCloseError(closeErr *closeError) {
 func (c *Conn) dropEncryptionLevel(encLevel protocol.EncryptionLevel, now monotime.Time) {
 	c.sentPacketHandler.DropPackets(encLevel, now)
 	c.receivedPacketHandler.DropPackets(encLevel)
+	if encLevel == protocol.EncryptionInitial || encLevel == protocol.EncryptionHandshake {
+		// Halite (tools/quicfork): frames queued for retransmission at a
+		// dropped level are never sent; the queue let them go only when it
+		// was sent from (its slice kept them after).
+		c.retransmissionQueue.DropPackets(encLevel)
+	}
 	//nolint:exhaustive // only Initial and 0-RTT need special treatment
 	switch encLevel {
 	case protocol.EncryptionInitial:

@@ -69,6 +69,10 @@ func (s *baseCryptoStream) Finish() error {
 		}
 	}
 	s.finished = true
+	// Halite (tools/quicfork): nothing more is read at this level; the
+	// sorter's map and gap list go (Pop and HasMoreData work on the zero
+	// value).
+	s.queue = frameSorter{}
 	return nil
 }
 
@@ -90,6 +94,11 @@ func (s *baseCryptoStream) PopCryptoFrame(maxLen protocol.ByteCount) *wire.Crypt
 	}
 	f.Data = s.writeBuf[:n]
 	s.writeBuf = s.writeBuf[n:]
+	if len(s.writeBuf) == 0 {
+		// Halite (tools/quicfork): drained; the frame keeps what it carries
+		// until it is acknowledged, the stream need not keep the array.
+		s.writeBuf = nil
+	}
 	s.writeOffset += n
 	return f
 }
@@ -212,6 +221,9 @@ func (s *initialCryptoStream) PopCryptoFrame(maxLen protocol.ByteCount) *wire.Cr
 		if !foundCuts {
 			// no more cuts found, we're done sending out everything up until s.end
 			s.writeBuf = s.writeBuf[s.end:]
+			if len(s.writeBuf) == 0 {
+				s.writeBuf = nil // Halite (tools/quicfork): as in baseCryptoStream's
+			}
 			s.end = protocol.InvalidByteCount
 			s.scramble = false
 		}

@@ -294,6 +294,9 @@ func (f *framer) AppendControlFrames(
 		}
 		frames = append(frames, ackhandler.Frame{Frame: frame})
 		length += frameLen
+		// Halite (tools/quicfork): the slot is cleared, or the array kept the
+		// frame (a session ticket, a token) for the connection's life.
+		f.controlFrames[len(f.controlFrames)-1] = nil
 		f.controlFrames = f.controlFrames[:len(f.controlFrames)-1]
 	}
 

@@ -110,3 +110,32 @@ func (h *sendQueue) Close() {
 	// wait until the run loop returned
 	<-h.runStopped
 }
+
+// inlineSender is the sender of a connection with Config.SendInline: each
+// packet goes out on the connection's goroutine as it is handed over, so it
+// never blocks the packer (WouldBlock is false, Available never fires). A
+// write error other than a packet too large for the path (path MTU
+// discovery's probes) destroys the connection, as the queue's does. Halite
+// (tools/quicfork).
+type inlineSender struct {
+	conn sendConn
+	fail func(error)
+}
+
+var _ sender = &inlineSender{}
+
+func (s *inlineSender) Send(p *packetBuffer, gsoSize uint16, ecn protocol.ECN) {
+	if err := s.conn.Write(p.Data, gsoSize, ecn); err != nil && !isSendMsgSizeErr(err) {
+		s.fail(err)
+	}
+	p.Release()
+}
+
+func (s *inlineSender) SendProbe(p *packetBuffer, addr net.Addr, info packetInfo) {
+	s.conn.WriteTo(p.Data, addr, info)
+}
+
+func (s *inlineSender) Run() error                 { return nil }
+func (s *inlineSender) WouldBlock() bool           { return false }
+func (s *inlineSender) Available() <-chan struct{} { return nil }
+func (s *inlineSender) Close()                     {}

@@ -3,6 +3,7 @@ package handshake
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -34,6 +35,9 @@ type cryptoSetup struct {
 	// kept when conn is dropped.
 	connMu sync.Mutex
 	state  *tls.ConnectionState
+	// peerDER is the peer's certificate chain as it came, when state keeps
+	// it so (dropTLS): ConnectionState parses it again when asked.
+	peerDER [][]byte
 
 	events []Event
 
@@ -330,7 +334,14 @@ func (h *cryptoSetup) NextEvent() Event {
 		return Event{Kind: EventNoEvent}
 	}
 	ev := h.events[0]
+	// Halite (tools/quicfork): the slot is cleared and an empty queue let go,
+	// or the array would keep the handshake messages it carried (Data) for
+	// the connection's life.
+	h.events[0] = Event{}
 	h.events = h.events[1:]
+	if len(h.events) == 0 {
+		h.events = nil
+	}
 	return ev
 }
 
@@ -725,6 +736,12 @@ func (h *cryptoSetup) ConnectionState() ConnectionState {
 	cs := ConnectionState{Used0RTT: h.used0RTT.Load()}
 	if h.state != nil {
 		cs.ConnectionState = *h.state
+		for _, der := range h.peerDER {
+			// It parsed when the handshake verified it.
+			if c, err := x509.ParseCertificate(der); err == nil {
+				cs.PeerCertificates = append(cs.PeerCertificates, c)
+			}
+		}
 	} else {
 		cs.ConnectionState = h.conn.ConnectionState()
 	}
@@ -744,8 +761,19 @@ func (h *cryptoSetup) dropTLS() {
 		return
 	}
 	state := h.conn.ConnectionState()
+	var der [][]byte
+	if len(state.VerifiedChains) == 0 {
+		// Parsed, a certificate is some KiB of structures; what it came as
+		// is a few hundred bytes. (Verified chains share the parsed leaf:
+		// then it is kept as it is.)
+		for _, c := range state.PeerCertificates {
+			der = append(der, append([]byte(nil), c.Raw...)) // not the message it came in
+		}
+		state.PeerCertificates = nil
+	}
 	h.connMu.Lock()
 	h.state = &state
+	h.peerDER = der
 	conn := h.conn
 	h.conn = nil
 	h.connMu.Unlock()

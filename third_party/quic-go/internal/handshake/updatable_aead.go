@@ -118,13 +118,31 @@ func (a *updatableAEAD) rollKeys() {
 	a.numRcvdWithCurrentKey = 0
 	a.numSentWithCurrentKey = 0
 	a.prevRcvAEAD = a.rcvAEAD
-	a.rcvAEAD = a.nextRcvAEAD
-	a.sendAEAD = a.nextSendAEAD
+	a.rcvAEAD = a.nextRcv()
+	a.sendAEAD = a.nextSend()
 
 	a.nextRcvTrafficSecret = a.getNextTrafficSecret(a.suite.Hash, a.nextRcvTrafficSecret)
 	a.nextSendTrafficSecret = a.getNextTrafficSecret(a.suite.Hash, a.nextSendTrafficSecret)
-	a.nextRcvAEAD = createAEAD(a.suite, a.nextRcvTrafficSecret, a.version)
-	a.nextSendAEAD = createAEAD(a.suite, a.nextSendTrafficSecret, a.version)
+	a.nextRcvAEAD = nil
+	a.nextSendAEAD = nil
+}
+
+// nextRcv and nextSend are the next key phase's AEADs, made when first
+// needed: a key update is rare, and each AEAD holds an AES key schedule and
+// GHASH tables (~1 KiB). Halite (tools/quicfork): a relay holds thousands of
+// connections that never update their keys.
+func (a *updatableAEAD) nextRcv() cipher.AEAD {
+	if a.nextRcvAEAD == nil {
+		a.nextRcvAEAD = createAEAD(a.suite, a.nextRcvTrafficSecret, a.version)
+	}
+	return a.nextRcvAEAD
+}
+
+func (a *updatableAEAD) nextSend() cipher.AEAD {
+	if a.nextSendAEAD == nil {
+		a.nextSendAEAD = createAEAD(a.suite, a.nextSendTrafficSecret, a.version)
+	}
+	return a.nextSendAEAD
 }
 
 func (a *updatableAEAD) startKeyDropTimer(now monotime.Time) {
@@ -154,7 +172,7 @@ func (a *updatableAEAD) SetReadKey(suite cipherSuite, trafficSecret []byte) {
 	}
 
 	a.nextRcvTrafficSecret = a.getNextTrafficSecret(suite.Hash, trafficSecret)
-	a.nextRcvAEAD = createAEAD(suite, a.nextRcvTrafficSecret, a.version)
+	a.nextRcvAEAD = nil // nextRcv makes it
 }
 
 // SetWriteKey sets the write key.
@@ -168,7 +186,7 @@ func (a *updatableAEAD) SetWriteKey(suite cipherSuite, trafficSecret []byte) {
 	}
 
 	a.nextSendTrafficSecret = a.getNextTrafficSecret(suite.Hash, trafficSecret)
-	a.nextSendAEAD = createAEAD(suite, a.nextSendTrafficSecret, a.version)
+	a.nextSendAEAD = nil // nextSend makes it
 }
 
 func (a *updatableAEAD) setAEADParameters(aead cipher.AEAD, suite cipherSuite) {
@@ -237,7 +255,7 @@ func (a *updatableAEAD) open(dst, src []byte, rcvTime monotime.Time, pn protocol
 			return dec, err
 		}
 		// try opening the packet with the next key phase
-		dec, err := a.nextRcvAEAD.Open(dst, a.nonceBuf[:], src, ad)
+		dec, err := a.nextRcv().Open(dst, a.nonceBuf[:], src, ad)
 		if err != nil {
 			return nil, ErrDecryptionFailed
 		}
