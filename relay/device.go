@@ -398,18 +398,22 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 	r.attach(ctx, l, d, us, uf)
 	d.logger().Info("device connected")
 	r.event(r.deviceTag(d.id, "connected"), map[string]any{"id": d.id, "finger": protocol.Fingerprint(pub)})
-	// The device is read for as long as it stays, by a goroutine of its
-	// own: this one's stack grew with the handshake (Hello, upstream,
-	// logs, events) and, parked under this function's frame, would not
-	// shrink again. One per device, so its stack is paid thousands of
-	// times over.
+	// The device is read for as long as it stays, with no goroutine of
+	// its own while it sends nothing (protocol.Pump): a parked reader
+	// costs its stack, and this one's grew with the handshake (Hello,
+	// upstream, logs, events). One per device, paid thousands of times
+	// over.
 	reading = true
 	r.wg.Add(1)
-	go func() {
+	protocol.StartPump(stream, f, func(b []byte) bool { return r.deviceFrame(d, b) }, func(err error) {
 		defer r.wg.Done()
 		defer gone()
-		r.readDevice(d, f)
-	}()
+		if err != nil {
+			if k := protocol.KindOf(err); k != protocol.KindOther {
+				r.dropDevice(d, k, err.Error())
+			}
+		}
+	})
 }
 
 // helloSlots bounds the devices' Hellos the relay decodes at once. A
@@ -449,99 +453,94 @@ func (r *Relay) decodeHello(b []byte, pub ed25519.PublicKey, deadline time.Time)
 	return hello, fwd, late, nil
 }
 
-// readDevice forwards what a device sends until it goes. A device that
-// sends what it may not is dropped, and an event says why.
-func (r *Relay) readDevice(d *device, f *protocol.Framer) {
-	drop := func(k protocol.Kind, why string) {
-		r.droppedDevices.Add(1)
-		d.logger().Warn("dropping device", zap.Stringer("kind", k), zap.String("reason", why))
-		r.event(r.deviceTag(d.id, "dropped"), map[string]any{"id": d.id, "kind": k.String(), "reason": why})
-		d.close(k, why)
+// dropDevice drops a device that sent what it may not; an event says why.
+func (r *Relay) dropDevice(d *device, k protocol.Kind, why string) {
+	r.droppedDevices.Add(1)
+	d.logger().Warn("dropping device", zap.Stringer("kind", k), zap.String("reason", why))
+	r.event(r.deviceTag(d.id, "dropped"), map[string]any{"id": d.id, "kind": k.String(), "reason": why})
+	d.close(k, why)
+}
+
+// deviceFrame forwards one frame a device sent (its stream's pump calls
+// it for each, in order). It reports false when the device is to be read
+// no more: it sent what it may not (dropped), went away while throttled,
+// or said it ends.
+func (r *Relay) deviceFrame(d *device, b []byte) bool {
+	drop := func(k protocol.Kind, why string) bool {
+		r.dropDevice(d, k, why)
+		return false
 	}
-	for {
-		b, err := f.ReadFrame()
-		if err != nil {
-			if k := protocol.KindOf(err); k != protocol.KindOther {
-				drop(k, err.Error())
-			}
-			return
-		}
-		msg, err := protocol.Decode(b)
-		if err != nil {
-			drop(protocol.KindOf(err), err.Error())
-			return
-		}
-		switch msg := msg.(type) {
-		case *protocol.Return, *protocol.Event:
-			if len(b) > maxItemFrame {
-				// It could not go up in a batch; an agent never sends one.
-				drop(protocol.KindTooLarge, fmt.Sprintf("%s of %d bytes, limit %d", msg.Type(), len(b), maxItemFrame))
-				return
-			}
-			var body []byte
-			var seq uint64
-			if rt, ok := msg.(*protocol.Return); ok {
-				body, seq = rt.Body, rt.Seq
-			} else {
-				ev := msg.(*protocol.Event)
-				body, seq = ev.Body, ev.Seq
-				var eb protocol.EventBody
-				if err := protocol.Unmarshal(body, &eb); err == nil && event.ReservedForMaster(eb.Tag) {
-					drop(protocol.KindForbidden, "event tag "+eb.Tag+" is reserved for the master")
-					return
-				}
-			}
-			if !protocol.MadeBy(body, d.id) {
-				drop(protocol.KindWrongID, msg.Type().String()+" made under another id than "+d.id)
-				return
-			}
-			if !r.throttle(d) {
-				return
-			}
-			wire := protocol.AppendFrame(nil, b)
-			if r.tamper != nil {
-				wire = r.tamper(msg.Type(), wire)
-			}
-			r.forwardUp(d, seq, wire)
-		case *protocol.Grains:
-			d.mu.Lock()
-			d.hello.Grains = msg.Grains
-			up := d.up
-			d.mu.Unlock()
-			if up != nil {
-				up.send(protocol.AppendFrame(nil, b))
-			}
-		case *protocol.MineGet, *protocol.StateGet, *protocol.PillarGet, *protocol.FileQuery:
-			// Requests the master answers for the device's own session
-			// (it knows the asker from the stream): they go up as they
-			// are, and the answer comes down (link.go). Without an
-			// upstream now, the device is told so at once. They share
-			// the device's event rate.
-			if !r.throttle(d) {
-				return
-			}
-			d.mu.Lock()
-			up := d.up
-			d.mu.Unlock()
-			if up != nil {
-				up.send(protocol.AppendFrame(nil, b))
-			} else {
-				r.noUpstream(d, msg)
-			}
-		case *protocol.BlobGet:
-			r.serveBlob(d, msg) // chunks.go
-		case *protocol.Ping:
-			if pb, err := protocol.Encode(&protocol.Pong{Seq: msg.Seq}); err == nil {
-				d.down.send(protocol.AppendFrame(nil, pb))
-			}
-		case *protocol.Pong:
-		case *protocol.Error:
-			return
-		default:
-			drop(protocol.KindForbidden, "a device may not send "+msg.Type().String())
-			return
-		}
+	msg, err := protocol.Decode(b)
+	if err != nil {
+		return drop(protocol.KindOf(err), err.Error())
 	}
+	switch msg := msg.(type) {
+	case *protocol.Return, *protocol.Event:
+		if len(b) > maxItemFrame {
+			// It could not go up in a batch; an agent never sends one.
+			return drop(protocol.KindTooLarge, fmt.Sprintf("%s of %d bytes, limit %d", msg.Type(), len(b), maxItemFrame))
+		}
+		var body []byte
+		var seq uint64
+		if rt, ok := msg.(*protocol.Return); ok {
+			body, seq = rt.Body, rt.Seq
+		} else {
+			ev := msg.(*protocol.Event)
+			body, seq = ev.Body, ev.Seq
+			var eb protocol.EventBody
+			if err := protocol.Unmarshal(body, &eb); err == nil && event.ReservedForMaster(eb.Tag) {
+				return drop(protocol.KindForbidden, "event tag "+eb.Tag+" is reserved for the master")
+			}
+		}
+		if !protocol.MadeBy(body, d.id) {
+			return drop(protocol.KindWrongID, msg.Type().String()+" made under another id than "+d.id)
+		}
+		if !r.throttle(d) {
+			return false
+		}
+		wire := protocol.AppendFrame(nil, b)
+		if r.tamper != nil {
+			wire = r.tamper(msg.Type(), wire)
+		}
+		r.forwardUp(d, seq, wire)
+	case *protocol.Grains:
+		d.mu.Lock()
+		d.hello.Grains = msg.Grains
+		up := d.up
+		d.mu.Unlock()
+		if up != nil {
+			up.send(protocol.AppendFrame(nil, b))
+		}
+	case *protocol.MineGet, *protocol.StateGet, *protocol.PillarGet, *protocol.FileQuery:
+		// Requests the master answers for the device's own session
+		// (it knows the asker from the stream): they go up as they
+		// are, and the answer comes down (link.go). Without an
+		// upstream now, the device is told so at once. They share
+		// the device's event rate.
+		if !r.throttle(d) {
+			return false
+		}
+		d.mu.Lock()
+		up := d.up
+		d.mu.Unlock()
+		if up != nil {
+			up.send(protocol.AppendFrame(nil, b))
+		} else {
+			r.noUpstream(d, msg)
+		}
+	case *protocol.BlobGet:
+		r.serveBlob(d, msg) // chunks.go
+	case *protocol.Ping:
+		if pb, err := protocol.Encode(&protocol.Pong{Seq: msg.Seq}); err == nil {
+			d.down.send(protocol.AppendFrame(nil, pb))
+		}
+	case *protocol.Pong:
+	case *protocol.Error:
+		return false
+	default:
+		return drop(protocol.KindForbidden, "a device may not send "+msg.Type().String())
+	}
+	return true
 }
 
 // forwardUp keeps a return or event until the master acknowledges it and

@@ -490,68 +490,69 @@ func (r *Relay) attach(ctx context.Context, l *link, d *device, s *quic.Stream, 
 		d.upReady = nil
 	}
 	d.mu.Unlock()
+	// Read with no goroutine while the master sends nothing for the
+	// device (protocol.Pump): nearly all the time.
 	r.wg.Add(1)
-	go func() {
+	protocol.StartPump(s, f, func(b []byte) bool { return r.upFrame(d, up, b) }, func(err error) {
 		defer r.wg.Done()
-		r.readUp(ctx, l, d, up, s, f)
-	}()
+		if err == nil {
+			return
+		}
+		d.detach(up)
+		var se *quic.StreamError
+		if ctx.Err() == nil && l.conn.Context().Err() == nil && (errors.Is(err, io.EOF) || errors.As(err, &se)) {
+			// The master ended this device's session, not the link.
+			d.close(protocol.KindOther, "the master ended the session")
+		}
+	})
 }
 
-// readUp forwards what the master sends on a device's stream.
-func (r *Relay) readUp(ctx context.Context, l *link, d *device, up *sender, s *quic.Stream, f *protocol.Framer) {
-	for {
-		b, err := f.ReadFrame()
-		if err != nil {
-			d.detach(up)
-			var se *quic.StreamError
-			if ctx.Err() == nil && l.conn.Context().Err() == nil && (errors.Is(err, io.EOF) || errors.As(err, &se)) {
-				// The master ended this device's session, not the link.
-				d.close(protocol.KindOther, "the master ended the session")
-			}
-			return
-		}
-		msg, err := protocol.Decode(b)
-		if err != nil {
-			d.logger().Warn("master sent a frame that does not decode", zap.Error(err))
-			continue
-		}
-		switch msg := msg.(type) {
-		case *protocol.Job:
-			wire := protocol.AppendFrame(nil, b)
-			if r.tamper != nil {
-				wire = r.tamper(protocol.TypeJob, wire)
-			}
-			d.sendWithAck(wire)
-		case *protocol.Ack:
-			r.store.ack(d, msg.Seq)
-			d.noteAck(msg.Seq, time.Now())
-		case *protocol.BlobData:
-			r.blobAnswer(msg) // the relay's own fetch (chunks.go)
-		case *protocol.MineData, *protocol.StateJob, *protocol.PillarData:
-			// Answers to the device's own requests; a StateJob's job is
-			// signed by the master, and the device checks it.
-			d.down.send(protocol.AppendFrame(nil, b))
-		case *protocol.FileAnswer:
-			// Signed by the master over the device's question; the
-			// device checks it (and each chunk it then fetches).
-			wire := protocol.AppendFrame(nil, b)
-			if r.tamper != nil {
-				wire = r.tamper(protocol.TypeFileAnswer, wire)
-			}
-			d.down.send(wire)
-		case *protocol.Ping:
-			if pb, err := protocol.Encode(&protocol.Pong{Seq: msg.Seq}); err == nil {
-				up.send(protocol.AppendFrame(nil, pb))
-			}
-		case *protocol.Pong:
-		case *protocol.Error:
-			d.down.send(protocol.AppendFrame(nil, b))
-			d.close(msg.Kind, msg.Msg)
-			return
-		default:
-			d.logger().Warn("unexpected message from the master for a device", zap.Stringer("type", msg.Type()))
-		}
+// upFrame forwards one frame the master sent on a device's stream (the
+// stream's pump calls it for each, in order). It reports false when the
+// master ended the device's session.
+func (r *Relay) upFrame(d *device, up *sender, b []byte) bool {
+	msg, err := protocol.Decode(b)
+	if err != nil {
+		d.logger().Warn("master sent a frame that does not decode", zap.Error(err))
+		return true
 	}
+	switch msg := msg.(type) {
+	case *protocol.Job:
+		wire := protocol.AppendFrame(nil, b)
+		if r.tamper != nil {
+			wire = r.tamper(protocol.TypeJob, wire)
+		}
+		d.sendWithAck(wire)
+	case *protocol.Ack:
+		r.store.ack(d, msg.Seq)
+		d.noteAck(msg.Seq, time.Now())
+	case *protocol.BlobData:
+		r.blobAnswer(msg) // the relay's own fetch (chunks.go)
+	case *protocol.MineData, *protocol.StateJob, *protocol.PillarData:
+		// Answers to the device's own requests; a StateJob's job is
+		// signed by the master, and the device checks it.
+		d.down.send(protocol.AppendFrame(nil, b))
+	case *protocol.FileAnswer:
+		// Signed by the master over the device's question; the
+		// device checks it (and each chunk it then fetches).
+		wire := protocol.AppendFrame(nil, b)
+		if r.tamper != nil {
+			wire = r.tamper(protocol.TypeFileAnswer, wire)
+		}
+		d.down.send(wire)
+	case *protocol.Ping:
+		if pb, err := protocol.Encode(&protocol.Pong{Seq: msg.Seq}); err == nil {
+			up.send(protocol.AppendFrame(nil, pb))
+		}
+	case *protocol.Pong:
+	case *protocol.Error:
+		d.down.send(protocol.AppendFrame(nil, b))
+		d.close(msg.Kind, msg.Msg)
+		return false
+	default:
+		d.logger().Warn("unexpected message from the master for a device", zap.Stringer("type", msg.Type()))
+	}
+	return true
 }
 
 // ackDelay is how long the master's ack of a device's returns and events

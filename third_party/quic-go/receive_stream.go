@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go/internal/ackhandler"
@@ -47,6 +48,8 @@ type ReceiveStream struct {
 
 	readChan chan struct{}
 	readOnce chan struct{} // cap: 1, to protect against concurrent use of Read
+	// onReadable is called with the readChan signal (OnReadable).
+	onReadable atomic.Pointer[func()]
 	deadline monotime.Time
 
 	flowController *streamFlowController
@@ -586,4 +589,41 @@ func (s *ReceiveStream) signalRead() {
 	case s.readChan <- struct{}{}:
 	default:
 	}
+	if f := s.onReadable.Load(); f != nil {
+		(*f)()
+	}
+}
+
+// OnReadable makes f be called whenever a blocked Read would wake: data
+// arrived, the stream ended, was reset or cancelled, the connection closed,
+// the deadline changed. Then Readable tells whether Read would return now.
+// With it a reader needs no goroutine of its own while nothing arrives (a
+// relay holds thousands of streams that are idle nearly all the time). f
+// is called with the stream's lock held, on the connection's goroutine or
+// the caller's: it must not block, nor call the stream's methods (start
+// the reading elsewhere). nil removes it.
+func (s *ReceiveStream) OnReadable(f func()) {
+	if f == nil {
+		s.onReadable.Store(nil)
+		return
+	}
+	s.onReadable.Store(&f)
+}
+
+// Readable reports whether Read would return at once (with data, io.EOF
+// or an error) instead of blocking. It ignores the read deadline. Like
+// Read, it is for the stream's one reader.
+func (s *ReceiveStream) Readable() bool {
+	s.mutex.Lock()
+	defer s.mutex.Unlock()
+	if s.currentFrameIsLast && s.currentFrame == nil {
+		return true
+	}
+	if s.cancelledLocally || s.isRemoteCancellationEffective() || s.closeForShutdownErr != nil {
+		return true
+	}
+	if s.currentFrame == nil || s.readPosInFrame >= len(s.currentFrame) {
+		s.dequeueNextFrame()
+	}
+	return s.currentFrame != nil || s.currentFrameIsLast
 }

@@ -127,6 +127,12 @@ func (s *Stream) Read(p []byte) (int, error) {
 	return s.receiveStr.Read(p)
 }
 
+// OnReadable is [ReceiveStream.OnReadable].
+func (s *Stream) OnReadable(f func()) { s.receiveStr.OnReadable(f) }
+
+// Readable is [ReceiveStream.Readable].
+func (s *Stream) Readable() bool { return s.receiveStr.Readable() }
+
 // Peek fills b with stream data, without consuming the stream data.
 // It blocks until len(b) bytes are available, or an error occurs.
 // It respects the stream deadline set by [Stream.SetReadDeadline].
