@@ -80,12 +80,18 @@ type session struct {
 	done   chan struct{}
 	sendMu sync.Mutex // orders direct writes against the writer
 	queued int        // frames in out or being written; under sendMu
-	once   sync.Once
-	log    *zap.Logger
-	since  time.Time
-	toAck  atomic.Uint64 // the highest seq stored or published, to acknowledge
-	acked  uint64        // the highest seq acknowledged; only ackLoop touches it
-	relay  *relayLink    // the relay the agent is behind; nil: a direct connection
+	// The writer (writeOut) runs only while frames are queued: writing
+	// says one runs, writerDone is closed when it returns, noWriter (the
+	// session ended) that none may start. Under sendMu.
+	writing    bool
+	writerDone chan struct{}
+	noWriter   bool
+	once       sync.Once
+	log        *zap.Logger
+	since      time.Time
+	toAck      atomic.Uint64 // the highest seq stored or published, to acknowledge
+	acked      uint64        // the highest seq acknowledged; only ackLoop touches it
+	relay      *relayLink    // the relay the agent is behind; nil: a direct connection
 	// handled: the highest seq handled by the session this one resumes
 	// (registry.attach); items up to it are acknowledged, not handled again.
 	handled uint64
@@ -140,13 +146,27 @@ func (s *session) trySend(wire []byte) (ok bool, k protocol.Kind, msg string) {
 			return false, protocol.KindOther, "write: " + err.Error()
 		}
 	}
-	select {
-	case s.out <- wire:
-		s.queued++
-		return true, 0, ""
-	default:
+	if !s.enqueue(wire) {
 		return false, protocol.KindRateLimited, "send queue full"
 	}
+	return true, 0, ""
+}
+
+// enqueue queues wire for the writer, starting it if none runs; false:
+// the queue is full. The caller holds sendMu.
+func (s *session) enqueue(wire []byte) bool {
+	select {
+	case s.out <- wire:
+	default:
+		return false
+	}
+	s.queued++
+	if !s.writing && !s.noWriter {
+		s.writing = true
+		s.writerDone = make(chan struct{})
+		go s.writeOut(s.writerDone)
+	}
+	return true
 }
 
 // ack records that the read loop has handled (stored, published) the
@@ -289,7 +309,7 @@ func (m *Master) serveAgent(ctx context.Context, conn *quic.Conn) {
 		m.serveRelayLink(ctx, s, hello.Caps)
 		return
 	}
-	m.runSession(ctx, s, hello)
+	m.runSession(ctx, s, hello, func() {})
 }
 
 // helloSlots bounds the Hellos decoded and not yet answered (admit), over
@@ -515,10 +535,13 @@ func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, v
 	return true, false
 }
 
-// runSession serves an accepted agent's session until it ends. admit
-// attached it already (with the Hello's grains), before its status went
-// out.
-func (m *Master) runSession(ctx context.Context, s *session, hello *protocol.Hello) {
+// runSession serves an accepted agent's session until it ends (admit
+// attached it already, with the Hello's grains, before its status went
+// out). A direct agent's session is served on the caller's goroutine and
+// has ended when runSession returns; a relayed device's is read by a
+// protocol.Pump, and runSession returns at once. Either way ended is
+// called once the session has ended.
+func (m *Master) runSession(ctx context.Context, s *session, hello *protocol.Hello, ended func()) {
 	// A session whose handshake ended while the master began to stop
 	// missed closeAll: close it here, or Run would wait for it (an agent
 	// failing back keeps its connection alive).
@@ -540,15 +563,29 @@ func (m *Master) runSession(ctx context.Context, s *session, hello *protocol.Hel
 		"tag": event.TagMinionStartOld, "_stamp": stamp,
 	})
 
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		m.writeLoop(s)
-	}()
+	if s.relay != nil {
+		// A device behind a relay: read with no goroutine while it sends
+		// nothing (protocol.Pump); the session ends on the pump's.
+		rd := &reader{m: m, ctx: ctx, s: s}
+		protocol.StartPump(s.stream, s.f, rd.frame, func(err error) {
+			if err != nil {
+				rd.fail(err)
+			}
+			rd.finish()
+			m.endSession(s)
+			ended()
+		})
+		return
+	}
 	m.readLoop(ctx, s)
+	m.endSession(s)
+	ended()
+}
+
+// endSession ends a session whose reading has ended.
+func (m *Master) endSession(s *session) {
 	s.close(protocol.KindOther, "")
-	wg.Wait()
+	s.stopWriter()
 	s.dropQueuedBlobs()
 	m.minions.detach(s)
 	s.log.Info("agent disconnected")
@@ -561,93 +598,149 @@ func (m *Master) maxFrame() int {
 	return protocol.DefaultMaxFrame
 }
 
-func (m *Master) writeLoop(s *session) {
+// writeOut writes the session's queued frames, in order, and returns once
+// none is left or the session ends (done is closed then): the next frame
+// queued starts it again. No goroutine waits on an idle session's queue —
+// a master holds a session per agent, thousands behind relays, and a
+// parked goroutine costs its stack each.
+func (s *session) writeOut(done chan struct{}) {
+	defer close(done)
 	for {
-		select {
-		case <-s.done:
-			return
-		case b := <-s.out:
-			s.stream.SetWriteDeadline(time.Now().Add(30 * time.Second))
-			_, err := s.stream.Write(b)
-			s.sendMu.Lock()
-			s.queued--
-			release := s.blobQueued[&b[0]]
-			delete(s.blobQueued, &b[0])
+		s.sendMu.Lock()
+		// queued counts what is in out: this is its only reader.
+		if s.queued == 0 || s.isClosed() {
+			s.writing = false
 			s.sendMu.Unlock()
-			if release != nil {
-				release()
-			}
-			if err != nil {
-				s.log.Debug("send to agent", zap.Error(err))
-				s.close(protocol.KindOther, "")
-				return
-			}
-			if ce := s.log.Check(zap.DebugLevel, "sent"); ce != nil {
-				ce.Write(zap.Stringer("msg", protocol.Type(b[4])), zap.Int("bytes", len(b)))
-			}
+			return
+		}
+		s.sendMu.Unlock()
+		b := <-s.out
+		s.stream.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		_, err := s.stream.Write(b)
+		s.sendMu.Lock()
+		s.queued--
+		release := s.blobQueued[&b[0]]
+		delete(s.blobQueued, &b[0])
+		s.sendMu.Unlock()
+		if release != nil {
+			release()
+		}
+		if err != nil {
+			s.log.Debug("send to agent", zap.Error(err))
+			s.close(protocol.KindOther, "")
+			continue // ends the loop above
+		}
+		if ce := s.log.Check(zap.DebugLevel, "sent"); ce != nil {
+			ce.Write(zap.Stringer("msg", protocol.Type(b[4])), zap.Int("bytes", len(b)))
 		}
 	}
 }
 
-func (m *Master) readLoop(ctx context.Context, s *session) {
-	// Returns and events, once opened, are stored and settled by
-	// saveLoop, in order, while this loop reads on: what arrives during a
-	// commit is stored together in the next one. The saver starts with
-	// the session's first return or event: a device behind a relay sends
-	// its returns in the relay's batches (handleBatch), and its session
-	// costs no saver.
-	var saves chan received
-	saverDone := make(chan struct{})
-	defer func() {
-		if saves != nil {
-			close(saves)
-			<-saverDone
-		}
-	}()
-	for {
-		msg, err := s.f.Read()
+// stopWriter keeps a writer from starting again and waits for the one
+// running, if any: the session has ended.
+func (s *session) stopWriter() {
+	s.sendMu.Lock()
+	s.noWriter = true
+	w := s.writerDone
+	s.sendMu.Unlock()
+	if w != nil {
+		<-w
+	}
+}
+
+// reader handles what an agent sends on its session's stream, one frame
+// at a time, in order: readLoop for a direct agent, a protocol.Pump for a
+// device behind a relay.
+//
+// Returns and events, once opened, are stored and settled by saveLoop,
+// in order, while the reading goes on: what arrives during a commit is
+// stored together in the next one. The saver starts with the session's
+// first return or event: a device behind a relay sends its returns in the
+// relay's batches (handleBatch), and its session costs no saver.
+type reader struct {
+	m         *Master
+	ctx       context.Context
+	s         *session
+	saves     chan received
+	saverDone chan struct{}
+}
+
+// frame handles one frame; false: the session ends.
+func (rd *reader) frame(b []byte) bool {
+	m, s := rd.m, rd.s
+	msg, err := protocol.Decode(b)
+	if err != nil {
+		rd.fail(err)
+		return false
+	}
+	if ce := s.log.Check(zap.DebugLevel, "recv"); ce != nil {
+		ce.Write(zap.Stringer("msg", msg.Type()))
+	}
+	switch msg.(type) {
+	case *protocol.Return, *protocol.Event:
+		in, ok, err := m.receive(s, msg)
 		if err != nil {
-			select {
-			case <-s.done:
-				return
-			default:
-			}
-			if k := protocol.KindOf(err); k != protocol.KindOther {
-				s.close(k, err.Error())
-			} else {
-				s.log.Debug("agent read", zap.Error(err))
-			}
+			s.close(protocol.KindOf(err), err.Error())
+			return false
+		}
+		if !ok {
+			return true // a replay, acknowledged again
+		}
+		if rd.saves == nil {
+			rd.saves = make(chan received, maxSaveBatch)
+			rd.saverDone = make(chan struct{})
+			go func() {
+				defer close(rd.saverDone)
+				m.saveLoop(s, rd.saves)
+			}()
+		}
+		select {
+		case rd.saves <- in:
+			return true
+		case <-s.done:
+			return false
+		}
+	}
+	if err := m.handle(rd.ctx, s, msg); err != nil {
+		s.close(protocol.KindOf(err), err.Error())
+		return false
+	}
+	return true
+}
+
+// fail ends the session for a read that failed (a frame that does not
+// decode included).
+func (rd *reader) fail(err error) {
+	s := rd.s
+	if s.isClosed() {
+		return
+	}
+	if k := protocol.KindOf(err); k != protocol.KindOther {
+		s.close(k, err.Error())
+	} else {
+		s.log.Debug("agent read", zap.Error(err))
+	}
+}
+
+// finish waits for the saver, if one started, to store what it was given.
+func (rd *reader) finish() {
+	if rd.saves != nil {
+		close(rd.saves)
+		<-rd.saverDone
+	}
+}
+
+// readLoop reads a direct agent's session until it ends.
+func (m *Master) readLoop(ctx context.Context, s *session) {
+	rd := &reader{m: m, ctx: ctx, s: s}
+	defer rd.finish()
+	for {
+		b, err := s.f.ReadFrame()
+		if err != nil {
+			rd.fail(err)
 			return
 		}
-		if ce := s.log.Check(zap.DebugLevel, "recv"); ce != nil {
-			ce.Write(zap.Stringer("msg", msg.Type()))
-		}
-		switch msg.(type) {
-		case *protocol.Return, *protocol.Event:
-			in, ok, err := m.receive(s, msg)
-			if err != nil {
-				s.close(protocol.KindOf(err), err.Error())
-				return
-			}
-			if !ok {
-				continue // a replay, acknowledged again
-			}
-			if saves == nil {
-				saves = make(chan received, maxSaveBatch)
-				go func() {
-					defer close(saverDone)
-					m.saveLoop(s, saves)
-				}()
-			}
-			select {
-			case saves <- in:
-			case <-s.done:
-				return
-			}
-			continue
-		}
-		if err := m.handle(ctx, s, msg); err != nil {
-			s.close(protocol.KindOf(err), err.Error())
+		if !rd.frame(b) {
 			return
 		}
 	}

@@ -90,7 +90,7 @@ func (m *Master) sendBlob(s *session, d *protocol.BlobData, release func()) {
 }
 
 // sendHeld is sendWire for a frame that holds release until it leaves the
-// send queue (writeLoop calls it then; dropQueuedBlobs when the session
+// send queue (writeOut calls it then; dropQueuedBlobs when the session
 // ends first). False: not sent, and release not called.
 func (s *session) sendHeld(wire []byte, release func()) bool {
 	s.sendMu.Lock()
@@ -113,20 +113,17 @@ func (s *session) sendHeld(wire []byte, release func()) bool {
 			return false
 		}
 	}
-	select {
-	case s.out <- wire:
-		s.queued++
-		if s.blobQueued == nil {
-			s.blobQueued = make(map[*byte]func())
-		}
-		s.blobQueued[&wire[0]] = release
-		s.sendMu.Unlock()
-		return true
-	default:
+	if !s.enqueue(wire) {
 		s.sendMu.Unlock()
 		s.close(protocol.KindRateLimited, "send queue full")
 		return false
 	}
+	if s.blobQueued == nil {
+		s.blobQueued = make(map[*byte]func())
+	}
+	s.blobQueued[&wire[0]] = release
+	s.sendMu.Unlock()
+	return true
 }
 
 // dropQueuedBlobs releases the chunks left in s's send queue when it ended

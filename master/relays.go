@@ -123,11 +123,7 @@ func (m *Master) serveRelayLink(ctx context.Context, ctrl *session, caps uint32)
 	}
 	ctrl.log.Info("relay connected")
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		m.writeLoop(ctrl)
-	}()
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		m.acceptDevices(ctx, l, &wg)
@@ -135,6 +131,7 @@ func (m *Master) serveRelayLink(ctx context.Context, ctrl *session, caps uint32)
 	m.readRelayCtrl(l)
 	ctrl.close(protocol.KindOther, "")
 	wg.Wait()
+	ctrl.stopWriter()
 	m.relays.detach(l)
 	ctrl.log.Info("relay disconnected")
 }
@@ -202,17 +199,20 @@ func (m *Master) acceptDevices(ctx context.Context, l *relayLink, wg *sync.WaitG
 			return
 		}
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			m.serveRelayed(ctx, l, stream)
-		}()
+		go m.serveRelayed(ctx, l, stream, wg.Done)
 	}
 }
 
 // serveRelayed serves one device behind relay l, on its stream. The
 // admission slot taken by acceptDevices is given back once the device's
 // Hello is handled.
-func (m *Master) serveRelayed(ctx context.Context, l *relayLink, stream *quic.Stream) {
+func (m *Master) serveRelayed(ctx context.Context, l *relayLink, stream *quic.Stream, ended func()) {
+	running := false // runSession has it, and calls ended
+	defer func() {
+		if !running {
+			ended()
+		}
+	}()
 	released := false
 	release := func() {
 		if !released {
@@ -222,7 +222,10 @@ func (m *Master) serveRelayed(ctx context.Context, l *relayLink, stream *quic.St
 	}
 	defer release()
 	log := l.ctrl.log.With(zap.String("relay", l.id))
-	f := protocol.NewFramer(stream, m.maxFrame())
+	// No read buffer: the session is read by a protocol.Pump, which
+	// looks at the stream for what is there to read. Nor the buffer's
+	// KiB, thousands of times over.
+	f := protocol.NewStreamFramer(stream, m.maxFrame())
 	hello, log, done, ok := m.readHello(f, stream, log, func(k protocol.Kind, _ string) {
 		stream.Close()
 		stream.CancelRead(quic.StreamErrorCode(k))
@@ -253,12 +256,17 @@ func (m *Master) serveRelayed(ctx context.Context, l *relayLink, stream *quic.St
 		l.devices[hello.ID] = s
 		l.mu.Unlock()
 	}
-	defer func() {
+	unregister := func() {
 		l.mu.Lock()
 		if l.devices[hello.ID] == s {
 			delete(l.devices, hello.ID)
 		}
 		l.mu.Unlock()
+	}
+	defer func() {
+		if !running {
+			unregister()
+		}
 	}()
 	// A device is held while pending only if its relay waits for the
 	// second status too (an older relay closes the stream at once).
@@ -268,7 +276,11 @@ func (m *Master) serveRelayed(ctx context.Context, l *relayLink, stream *quic.St
 	}
 	done()
 	release()
-	m.runSession(ctx, s, hello)
+	running = true
+	m.runSession(ctx, s, hello, func() {
+		unregister()
+		ended()
+	})
 }
 
 // handleBatch handles a batch of returns and events of relay l's devices,

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bufio"
 	"sync/atomic"
 
 	"github.com/quic-go/quic-go"
@@ -32,15 +33,21 @@ const (
 	pumpStopped        // handle said stop, or a read failed
 )
 
-// StartPump reads s's frames with f (a Framer on s, or on a wrapper of s)
-// and calls handle with each frame's body, in order, one at a time, until
-// handle returns false or a read fails. Then it calls end, once, with the
+// StartPump reads s's frames with f (a NewStreamFramer on s, or on a
+// wrapper of s: a Framer with a read buffer panics) and calls handle with
+// each frame's body, in order, one at a time, until handle returns false
+// or a read fails. Then it calls end, once, with the
 // read's error (nil when handle stopped). handle and end run on the
 // pump's goroutine; handle may block (the stream is not read meanwhile,
 // so that QUIC's flow control holds the peer back). To stop reading from
 // outside, cancel the stream's reading (s.CancelRead) or close its
 // connection: the pump wakes, the read fails, end is called.
 func StartPump(s *quic.Stream, f *Framer, handle func([]byte) bool, end func(error)) *Pump {
+	if _, buffered := f.r.(*bufio.Reader); buffered {
+		// Readable looks at the stream: a frame in f's buffer would
+		// wait there for the next one.
+		panic("protocol.StartPump: the Framer has a read buffer (use NewStreamFramer)")
+	}
 	p := &Pump{s: s, f: f, handle: handle, end: end}
 	s.OnReadable(p.wake)
 	p.wake() // what arrived before
