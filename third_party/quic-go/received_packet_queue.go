@@ -28,7 +28,7 @@ type receivedPacketQueue struct {
 // Init initializes the queue.
 // The active pathReceiver is the one of the Transport that the connection was created on.
 func (q *receivedPacketQueue) Init(active *pathReceiver) {
-	q.main.Init(8)
+	q.main.Init(0) // grows to what arrives at once: a few packets for most connections
 	q.active = active
 }
 

@@ -312,6 +312,9 @@ func startRelayChild(root, master string, r, per, admit int, listen []string) (*
 	}
 	cmd := exec.Command(exe, "-relay-child", "-master", master, "-relays", strconv.Itoa(r),
 		"-per", strconv.Itoa(per), "-admit", strconv.Itoa(admit), "-root", filepath.Join(root, "relays"), "-listen", strings.Join(listen, ","))
+	if *relayGOGC > 0 {
+		cmd.Env = append(os.Environ(), "GOGC="+strconv.Itoa(*relayGOGC))
+	}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
