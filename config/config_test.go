@@ -233,6 +233,10 @@ func TestAgentOptions(t *testing.T) {
 			a.Relay = DefaultRelay()
 			a.Relay.DeviceTimeout = 600
 		}},
+		{"relay gc_percent", "relay:\n  gc_percent: 100\n", func(a *Agent) {
+			a.Relay = DefaultRelay()
+			a.Relay.GCPercent = 100
+		}},
 		{"relay_finger", "relay_finger: 'ab:cd'\n", func(a *Agent) { a.RelayFinger = "ab:cd" }},
 		{"discovery list", "relay:\n  discovery:\n    methods: [onvif, ssdp]\n", func(a *Agent) {
 			a.Relay = DefaultRelay()
@@ -404,7 +408,7 @@ func TestErrors(t *testing.T) {
 		{"relay option", map[string]string{"agent": "id: r1\nrelay:\n  port: 4600\n  max_devices: 0\n"}, true,
 			`D/agent:4: relay: max_devices: expected an integer from 1 to 16384, got 0`},
 		{"relay unknown", map[string]string{"agent": "relay:\n\n  listen: x\n"}, true,
-			`D/agent:3: relay: unknown relay option "listen" (known: admit, batch_delay, batch_max, chunk_cache_bytes, chunk_cache_dir, device_timeout, discovery, event_burst, event_rate, heartbeat, interface, max_devices, port, proxy, proxy_dynamic_max, spool_max)`},
+			`D/agent:3: relay: unknown relay option "listen" (known: admit, batch_delay, batch_max, chunk_cache_bytes, chunk_cache_dir, device_timeout, discovery, event_burst, event_rate, gc_percent, heartbeat, interface, max_devices, port, proxy, proxy_dynamic_max, spool_max)`},
 		{"proxy no type", map[string]string{"agent": "relay:\n  proxy:\n    - id: cam1\n      proxytype: ssh\n      host: 10.0.0.5\n      username: root\n    - id: cam2\n      host: 10.0.0.6\n"}, true,
 			`D/agent:7: relay: proxy: proxy minion cam2: no proxytype (ssh, onvif, http)`},
 		{"proxy bad type", map[string]string{"agent": "relay:\n  proxy:\n    - id: cam1\n      proxytype: telnet\n"}, true,
@@ -429,6 +433,8 @@ func TestErrors(t *testing.T) {
 			`D/agent:3: relay: batch_delay: expected an integer from 0 to 1000, got 1001`},
 		{"relay device_timeout short", map[string]string{"agent": "relay:\n  port: 4600\n  device_timeout: 4\n"}, true,
 			`D/agent:3: relay: device_timeout: expected an integer from 5 to 600, got 4`},
+		{"relay gc_percent off", map[string]string{"agent": "relay:\n  gc_percent: -1\n"}, true,
+			`D/agent:2: relay: gc_percent: expected an integer from 10 to 400, got -1`},
 		{"discovery subnet too large", map[string]string{"agent": "relay:\n  discovery:\n    methods:\n      arp:\n        subnets:\n          - 10.0.0.0/24\n          - 10.0.0.0/15\n"}, true,
 			`D/agent:7: relay: discovery: methods: arp: subnets: 10.0.0.0/15 is larger than a /16 (131072 addresses): sweep smaller subnets`},
 		{"discovery subnet v6", map[string]string{"agent": "relay:\n  discovery:\n    methods:\n      arp: {subnets: 'fd00::/64'}\n"}, true,

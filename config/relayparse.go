@@ -27,6 +27,7 @@ func relayOptions() map[string]*option[Relay] {
 		optRange("event_burst", 1, 1<<20, func(r *R) *int { return &r.EventBurst }, "burst of returns and events per device"),
 		optCount("heartbeat", func(r *R) *int { return &r.Heartbeat }, "seconds between heartbeat events; 0: off"),
 		optRange("device_timeout", 5, 600, func(r *R) *int { return &r.DeviceTimeout }, "seconds a silent device is kept; devices send a keep-alive after half of it"),
+		optRange("gc_percent", 10, 400, func(r *R) *int { return &r.GCPercent }, "the Go collector's GOGC while a relay runs (GOGC in the environment wins): lower holds less memory per device for more CPU"),
 		optRange("admit", 1, 1<<20, func(r *R) *int { return &r.Admit }, "devices let in a second (handshakes and upstream sessions)"),
 		optRange("batch_max", MinRelayBatch, MaxRelayBatch, func(r *R) *int { return &r.BatchMax }, "bytes of one batch of returns and events to the master"),
 		optRange("batch_delay", 0, MaxRelayBatchDelay, func(r *R) *int { return &r.BatchDelay }, "milliseconds a batch waits for more after its first item"),

@@ -26,6 +26,9 @@ func runRelay(ctx context.Context, cfg *config.Agent, a *agent.Agent, log *zap.L
 	if err != nil {
 		return err
 	}
+	if p, set := relay.SetGCPercent(cfg.Relay); set {
+		log.Debug("relay: the Go collector at the relay's gc_percent", zap.Int("gogc", p))
+	}
 	stopProfiles, err := startRelayProfiles(ctx, log) // relayprof.go
 	if err != nil {
 		return err

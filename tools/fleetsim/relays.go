@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/halite-fleet/halite/config"
+	"github.com/halite-fleet/halite/relay"
 	"github.com/halite-fleet/halite/tools/fleet"
 )
 
@@ -409,6 +410,9 @@ func relayChild(master, root, listen string, r, per, admit int) error {
 		// Profiling the relays: go tool pprof http://<a>/debug/pprof/heap
 		go http.ListenAndServe(a, nil)
 	}
+	// The relays' process runs at the relay's gc_percent, as halite-agent
+	// does for its relay (GOGC in the environment, -relay-gogc, wins).
+	relay.SetGCPercent(config.DefaultRelay())
 	rs, err := fleet.StartRelays(root, master, r, per, admit, addrs)
 	if err != nil {
 		return err
