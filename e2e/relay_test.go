@@ -42,11 +42,19 @@ func (c *cluster) waitPending(n int) {
 // jobs fanned out, the master killed while jobs run (their returns wait and
 // arrive), a relay restarted.
 func TestRelays(t *testing.T) {
+	t.Setenv("GOGC", "") // the relays' processes choose (relay: gc_percent)
 	c := newCluster(t, relayAllow)
 	c.startMaster()
 	r1Port, r2Port := freeUDPPort(t), freeUDPPort(t)
-	c.startAgent("r1", fmt.Sprintf("relay:\n  interface: 127.0.0.1\n  port: %d\n  heartbeat: 1\n", r1Port))
-	c.startAgent("r2", fmt.Sprintf("relay:\n  interface: 127.0.0.1\n  port: %d\n", r2Port))
+	r1 := c.startAgent("r1", fmt.Sprintf("relay:\n  interface: 127.0.0.1\n  port: %d\n  heartbeat: 1\n", r1Port))
+	r2 := c.startAgent("r2", fmt.Sprintf("relay:\n  interface: 127.0.0.1\n  port: %d\n  gc_percent: 35\n", r2Port))
+	// A relay's process runs at its gc_percent: the default, and r2's.
+	for _, w := range []struct {
+		p    *proc
+		want string
+	}{{r1, `"gogc": 50, "from": "relay: gc_percent"`}, {r2, `"gogc": 35, "from": "relay: gc_percent"`}} {
+		waitFor(t, 10*time.Second, w.p.name+" logs its GOGC", func() bool { return strings.Contains(w.p.output(), w.want) })
+	}
 	c.acceptAll("r1", "r2")
 
 	// Enrolment: the devices' keys wait, pending, until accepted.

@@ -26,9 +26,12 @@ func runRelay(ctx context.Context, cfg *config.Agent, a *agent.Agent, log *zap.L
 	if err != nil {
 		return err
 	}
-	if p, set := relay.SetGCPercent(cfg.Relay); set {
-		log.Debug("relay: the Go collector at the relay's gc_percent", zap.Int("gogc", p))
+	p, set := relay.SetGCPercent(cfg.Relay)
+	from := "relay: gc_percent"
+	if !set {
+		from = "GOGC in the environment, or the agent's beacons"
 	}
+	log.Info("the Go collector's GOGC", zap.Int("gogc", p), zap.String("from", from))
 	stopProfiles, err := startRelayProfiles(ctx, log) // relayprof.go
 	if err != nil {
 		return err

@@ -43,9 +43,14 @@ type relayReport struct {
 	// The master's VmRSS once all are connected, and its growth from
 	// before, per device and per relay (a relay's link and its devices'
 	// sessions).
-	MasterRSSMiB       float64 `json:"master_rss_mib"`
-	MasterKiBPerDevice float64 `json:"master_kib_per_device"`
-	MasterKiBPerRelay  float64 `json:"master_kib_per_relay"`
+	MasterRSSMiB float64 `json:"master_rss_mib"`
+	// With -hold: the relays' and the master's memory per device at its
+	// end, the connect burst settled (RelayKiBPerDevice and
+	// MasterKiBPerDevice are at its start, the moment all are connected).
+	HeldRelayKiBPerDevice  float64 `json:"held_relay_kib_per_device,omitempty"`
+	HeldMasterKiBPerDevice float64 `json:"held_master_kib_per_device,omitempty"`
+	MasterKiBPerDevice     float64 `json:"master_kib_per_device"`
+	MasterKiBPerRelay      float64 `json:"master_kib_per_relay"`
 	// CPU time per device connected, the same way.
 	ConnSimCPUMS    float64 `json:"connect_sim_cpu_ms_per_device"`
 	ConnMasterCPUMS float64 `json:"connect_master_cpu_ms_per_device"`
@@ -157,6 +162,7 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	rss1, mrss1 := rssKiB(child.Process.Pid), rssKiB(m.cmd.Process.Pid)
 	srss1, sgor := rssKiB(os.Getpid()), runtime.NumGoroutine()
 	atConnect := watcher.sample()
+	var heldRelayKiB, heldMasterKiB float64
 	if *hold > 0 {
 		// The idle cost: what the connected devices cost while nothing
 		// happens (keep-alives, timers), per process.
@@ -171,6 +177,14 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		if c := f.Census(); c != "" {
 			fmt.Fprintf(os.Stderr, "fleetsim: the devices' 1-RTT packets while idle, by frames:\n%s", c)
 		}
+		// Memory once the connect burst has settled: the relays' and the
+		// master's collectors have run (Go's at least every 2 minutes),
+		// shrinking the stacks the handshakes grew and returning the
+		// heap their garbage took.
+		heldRelayKiB = float64(rssKiB(child.Process.Pid)-rss0) / float64(n)
+		heldMasterKiB = float64(rssKiB(m.cmd.Process.Pid)-mrss0) / float64(n)
+		fmt.Fprintf(os.Stderr, "fleetsim: after %s idle: relay %.1f KiB per device (%.1f at connect), master %.1f (%.1f)\n", *hold,
+			heldRelayKiB, float64(rss1-rss0)/float64(n), heldMasterKiB, float64(mrss1-mrss0)/float64(n))
 	}
 	// A round in which some device did not return (its session was being
 	// re-established when the job went out) is counted, not timed.
@@ -227,7 +241,8 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		MasterCPUMS:       ms(masterCPU) / all, ConnMasterCPUMS: ms(connMasterCPU) / float64(n),
 		UDPPerDevice: udpPerDevice, ConnSimCPUMS: ms(connSimCPU) / float64(n), ConnRelayCPUMS: ms(connRelayCPU) / float64(n), Devices: n, Relays: r, Rounds: len(times), Incomplete: failed, ConnectS: connect.Seconds(),
 		P50MS: ms(pct(times, 50)), P99MS: ms(pct(times, 99)), MinMS: ms(times[0]), MaxMS: ms(times[len(times)-1]),
-		RelayRSSMiB: float64(rss1) / 1024, RelayKiBPerDevice: float64(rss1-rss0) / float64(n)}
+		RelayRSSMiB: float64(rss1) / 1024, RelayKiBPerDevice: float64(rss1-rss0) / float64(n),
+		HeldRelayKiBPerDevice: heldRelayKiB, HeldMasterKiBPerDevice: heldMasterKiB}
 	if storm != "" && (left(time.Hour) <= 0 || sigctx.Err() != nil) {
 		cut += "; the storm left out (-deadline passed, or a signal)"
 	} else if storm != "" {
