@@ -50,7 +50,7 @@ type ReceiveStream struct {
 	readOnce chan struct{} // cap: 1, to protect against concurrent use of Read
 	// onReadable is called with the readChan signal (OnReadable).
 	onReadable atomic.Pointer[func()]
-	deadline monotime.Time
+	deadline   monotime.Time
 
 	flowController *streamFlowController
 }
