@@ -295,8 +295,8 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 		r.mu.Unlock()
 	})
 	defer handshook()
-	// gone ends the device's session here; once readDevice has it, that
-	// goroutine calls it instead.
+	// gone ends the device's session here; once the device's stream is
+	// read by its pump, the pump's end calls it instead.
 	gone := func() {
 		d.close(protocol.KindOther, "")
 		r.mu.Lock()
