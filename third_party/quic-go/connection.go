@@ -567,8 +567,25 @@ func (c *Conn) preSetup(r *pathReceiver) {
 
 	c.receivedPacketHandler = *ackhandler.NewReceivedPacketHandler(c.logger)
 
-	c.datagramQueue = newDatagramQueue(c.scheduleSending, c.logger, c.qlogger)
+	if c.config.EnableDatagrams {
+		c.datagramQueue = newDatagramQueue(c.scheduleSending, c.logger, c.qlogger)
+	}
 	c.connState.Version = c.version
+}
+
+// peerAllowsDatagrams makes the DATAGRAM queue, if this side did not enable
+// datagrams, once the peer's transport parameters allow sending them: a
+// connection on which neither side uses datagrams never has one (three
+// channels and a ring buffer, about half a KiB). It is called before
+// peerParams is set, which SendDatagram checks first.
+func (c *Conn) peerAllowsDatagrams(params *wire.TransportParameters) {
+	if c.datagramQueue != nil || params.MaxDatagramFrameSize <= 0 {
+		return
+	}
+	c.datagramQueue = newDatagramQueue(c.scheduleSending, c.logger, c.qlogger)
+	if p, ok := c.packer.(*packetPacker); ok {
+		p.datagramQueue = c.datagramQueue
+	}
 }
 
 // run the connection main loop
@@ -2519,6 +2536,7 @@ func (c *Conn) restoreTransportParameters(params *wire.TransportParameters) {
 		})
 	}
 
+	c.peerAllowsDatagrams(params)
 	c.peerParams = params
 	c.connIDGenerator.SetMaxActiveConnIDs(params.ActiveConnectionIDLimit)
 	c.connFlowController.UpdateSendWindow(params.InitialMaxData)
@@ -2543,6 +2561,7 @@ func (c *Conn) handleTransportParameters(params *wire.TransportParameters) error
 		}
 	}
 
+	c.peerAllowsDatagrams(params)
 	c.peerParams = params
 	// On the client side we have to wait for handshake completion.
 	// During a 0-RTT connection, we are only allowed to use the new transport parameters for 1-RTT packets.

@@ -26,6 +26,9 @@ type frameSorterEntry struct {
 }
 
 type frameSorter struct {
+	// queue is nil while it is empty: a Go map keeps its storage when its
+	// entries are deleted, and a stream that is read as it arrives (most of
+	// them) holds nothing here between frames.
 	queue   map[protocol.ByteCount]frameSorterEntry
 	readPos protocol.ByteCount
 	gaps    *list.List[byteInterval]
@@ -35,8 +38,7 @@ var errDuplicateStreamData = errors.New("duplicate stream data")
 
 func newFrameSorter() *frameSorter {
 	s := frameSorter{
-		gaps:  list.NewWithPool[byteInterval](&byteIntervalElementPool),
-		queue: make(map[protocol.ByteCount]frameSorterEntry),
+		gaps: list.NewWithPool[byteInterval](&byteIntervalElementPool),
 	}
 	s.gaps.PushFront(byteInterval{Start: 0, End: protocol.MaxByteCount})
 	return &s
@@ -173,6 +175,9 @@ func (s *frameSorter) push(data []byte, offset protocol.ByteCount, doneCb func()
 		return errors.New("too many gaps in received data")
 	}
 
+	if s.queue == nil {
+		s.queue = make(map[protocol.ByteCount]frameSorterEntry, 1)
+	}
 	s.queue[start] = frameSorterEntry{Data: data, DoneCb: doneCb}
 	return nil
 }
@@ -223,6 +228,9 @@ func (s *frameSorter) Pop() (protocol.ByteCount, []byte, func()) {
 		return s.readPos, nil, nil
 	}
 	delete(s.queue, s.readPos)
+	if len(s.queue) == 0 {
+		s.queue = nil
+	}
 	offset := s.readPos
 	s.readPos += protocol.ByteCount(len(entry.Data))
 	if s.gaps.Front().Value.End <= s.readPos {

@@ -49,6 +49,23 @@ type queuedStream struct {
 type framer struct {
 	mutex sync.Mutex
 
+	// Halite (tools/quicfork): the queues of streams with STREAM data to
+	// send or retransmit are held only while some stream has: taken from a
+	// pool by the first stream queued, given back when all are empty. They
+	// are about a KiB with their maps, and most connections are idle most of
+	// the time. Guarded by mutex; nil when idle.
+	*streamQueues
+
+	streamsWithControlFrames map[protocol.StreamID]streamControlFrameGetter // nil while empty
+
+	controlFrameMutex          sync.Mutex
+	controlFrames              []wire.Frame
+	pathResponses              []*wire.PathResponseFrame
+	connFlowController         *connectionFlowController
+	queuedTooManyControlFrames bool
+}
+
+type streamQueues struct {
 	activeStreams         map[protocol.StreamID]queuedStream
 	retransmissionStreams map[protocol.StreamID]streamFrameGetter
 
@@ -58,25 +75,49 @@ type framer struct {
 	// we round-robin between incremental and non-incremental streams.
 	lastSendWasIncremental [8]bool
 
-	streamsWithControlFrames map[protocol.StreamID]streamControlFrameGetter
 	// Retransmissions are not incremental: repair all lost data for the first queued stream.
 	// New losses extend its batch, so A, B, A is repaired as A, A, B, delaying B.
 	// The ring buffer provides FIFO scheduling while reusing its storage.
 	retransmissionQueue [8]ringbuffer.RingBuffer[protocol.StreamID]
+}
 
-	controlFrameMutex          sync.Mutex
-	controlFrames              []wire.Frame
-	pathResponses              []*wire.PathResponseFrame
-	connFlowController         *connectionFlowController
-	queuedTooManyControlFrames bool
+var streamQueuesPool = sync.Pool{New: func() any {
+	return &streamQueues{
+		activeStreams:         make(map[protocol.StreamID]queuedStream),
+		retransmissionStreams: make(map[protocol.StreamID]streamFrameGetter),
+	}
+}}
+
+// takeStreamQueues makes sure the framer holds its stream queues. Called with mutex held.
+func (f *framer) takeStreamQueues() {
+	if f.streamQueues == nil {
+		f.streamQueues = streamQueuesPool.Get().(*streamQueues)
+	}
+}
+
+// releaseStreamQueues gives the stream queues back to the pool if nothing is
+// queued in them. Called with mutex held.
+func (f *framer) releaseStreamQueues() {
+	q := f.streamQueues
+	if q == nil || len(q.activeStreams) > 0 || len(q.retransmissionStreams) > 0 {
+		return
+	}
+	for urgency := range q.incrementalStreams {
+		if !q.incrementalStreams[urgency].Empty() || !q.nonIncrementalStreams[urgency].Empty() ||
+			!q.retransmissionQueue[urgency].Empty() {
+			return
+		}
+	}
+	// Which of an urgency's two kinds went last matters only while both have
+	// streams queued.
+	clear(q.lastSendWasIncremental[:])
+	f.streamQueues = nil
+	streamQueuesPool.Put(q)
 }
 
 func newFramer(connFlowController *connectionFlowController) *framer {
 	return &framer{
-		activeStreams:            make(map[protocol.StreamID]queuedStream),
-		retransmissionStreams:    make(map[protocol.StreamID]streamFrameGetter),
-		streamsWithControlFrames: make(map[protocol.StreamID]streamControlFrameGetter),
-		connFlowController:       connFlowController,
+		connFlowController: connFlowController,
 	}
 }
 
@@ -92,6 +133,9 @@ func (f *framer) HasData() bool {
 	f.mutex.Lock()
 	defer f.mutex.Unlock()
 
+	if f.streamQueues == nil {
+		return false
+	}
 	for urgency := range f.incrementalStreams {
 		if !f.incrementalStreams[urgency].Empty() || !f.nonIncrementalStreams[urgency].Empty() ||
 			!f.retransmissionQueue[urgency].Empty() {
@@ -138,6 +182,12 @@ func (f *framer) AppendStreamFrames(
 	var lastFrame ackhandler.StreamFrame
 	var controlFrameLen, streamFrameLen protocol.ByteCount
 	f.mutex.Lock()
+	if f.streamQueues == nil {
+		// nothing queued; DATA_BLOCKED, below, follows STREAM frames only
+		f.mutex.Unlock()
+		f.controlFrameMutex.Unlock()
+		return frames, streamFrames, 0
+	}
 	// retransmit all lost STREAM data before sending new STREAM data
 retransmissions:
 	for urgency := range f.retransmissionQueue {
@@ -219,6 +269,7 @@ retransmissions:
 		}
 	}
 
+	f.releaseStreamQueues()
 	f.mutex.Unlock()
 	f.controlFrameMutex.Unlock()
 
@@ -275,6 +326,9 @@ func (f *framer) AppendControlFrames(
 			goto start
 		}
 	}
+	if len(f.streamsWithControlFrames) == 0 {
+		f.streamsWithControlFrames = nil // a map keeps its storage when emptied
+	}
 
 	for len(f.controlFrames) > 0 {
 		frame := f.controlFrames[len(f.controlFrames)-1]
@@ -316,6 +370,7 @@ func (f *framer) AddActiveStream(id protocol.StreamID, str streamFrameGetter) {
 	f.mutex.Lock()
 	defer f.mutex.Unlock()
 
+	f.takeStreamQueues()
 	urgency, incremental, generation := str.priority()
 	if activeStr, ok := f.activeStreams[id]; ok && activeStr.generation == generation {
 		return
@@ -332,6 +387,7 @@ func (f *framer) AddStreamWithRetransmission(id protocol.StreamID, str streamFra
 	f.mutex.Lock()
 	defer f.mutex.Unlock()
 
+	f.takeStreamQueues()
 	urgency, _, _ := str.priority()
 	if _, ok := f.retransmissionStreams[id]; ok {
 		return
@@ -344,6 +400,9 @@ func (f *framer) AddStreamWithControlFrames(id protocol.StreamID, str streamCont
 	f.controlFrameMutex.Lock()
 	defer f.controlFrameMutex.Unlock()
 
+	if f.streamsWithControlFrames == nil {
+		f.streamsWithControlFrames = make(map[protocol.StreamID]streamControlFrameGetter, 1)
+	}
 	if _, ok := f.streamsWithControlFrames[id]; !ok {
 		f.streamsWithControlFrames[id] = str
 	}
@@ -357,6 +416,9 @@ func (f *framer) RemoveActiveStream(id protocol.StreamID) {
 	// We don't delete the stream from the ring buffers and heaps,
 	// since we'd have to find it there first.
 	// Instead, we check if the stream is still in active when appending STREAM frames.
+	if f.streamQueues == nil {
+		return
+	}
 	delete(f.activeStreams, id)
 	delete(f.retransmissionStreams, id)
 }
@@ -365,6 +427,9 @@ func (f *framer) UpdateStreamPriority(id protocol.StreamID) {
 	f.mutex.Lock()
 	defer f.mutex.Unlock()
 
+	if f.streamQueues == nil {
+		return
+	}
 	str, ok := f.activeStreams[id]
 	if !ok {
 		return
@@ -476,15 +541,18 @@ func (f *framer) Handle0RTTRejection() {
 	f.controlFrameMutex.Lock()
 	defer f.controlFrameMutex.Unlock()
 
-	for urgency := range f.incrementalStreams {
-		f.incrementalStreams[urgency].Clear()
-		f.nonIncrementalStreams[urgency].Clear()
-		f.lastSendWasIncremental[urgency] = false
-		f.retransmissionQueue[urgency].Clear()
+	if f.streamQueues != nil {
+		for urgency := range f.incrementalStreams {
+			f.incrementalStreams[urgency].Clear()
+			f.nonIncrementalStreams[urgency].Clear()
+			f.lastSendWasIncremental[urgency] = false
+			f.retransmissionQueue[urgency].Clear()
+		}
+		clear(f.activeStreams)
+		clear(f.retransmissionStreams)
+		f.releaseStreamQueues()
 	}
-	clear(f.activeStreams)
-	clear(f.retransmissionStreams)
-	clear(f.streamsWithControlFrames)
+	f.streamsWithControlFrames = nil
 
 	var j int
 	for i, frame := range f.controlFrames {

@@ -34,8 +34,15 @@ type SendStream struct {
 	numOutstandingFrames int64 // outstanding STREAM and RESET_STREAM frames
 	retransmissionQueue  []*wire.StreamFrame
 
+	// Halite (tools/quicfork): the stream's context is made when Context is
+	// first called, a child of the connection's (a context and its place in
+	// the connection's set of children, some hundred bytes a stream, which
+	// most users never ask for); cancelCtx records the cause until then.
+	ctxMu     sync.Mutex
+	parentCtx context.Context
 	ctx       context.Context
 	ctxCancel context.CancelCauseFunc
+	ctxCause  error
 
 	streamID protocol.StreamID
 	sender   streamSender
@@ -103,8 +110,21 @@ func newSendStream(
 		supportsResetStreamAt: supportsResetStreamAt,
 	}
 	s.priorityValue.Store(encodeStreamPriority(defaultUrgency, true, 0))
-	s.ctx, s.ctxCancel = context.WithCancelCause(ctx)
+	s.parentCtx = ctx
 	return s
+}
+
+// cancelCtx cancels the stream's context with err, or has Context make it
+// canceled: the first cause is kept, as context.CancelCauseFunc keeps it.
+func (s *SendStream) cancelCtx(err error) {
+	s.ctxMu.Lock()
+	defer s.ctxMu.Unlock()
+	if s.ctxCause == nil {
+		s.ctxCause = err
+	}
+	if s.ctxCancel != nil {
+		s.ctxCancel(err)
+	}
 }
 
 // StreamID returns the stream ID.
@@ -614,7 +634,7 @@ func (s *SendStream) Close() error {
 	}
 	s.sender.onHasStreamData(s.streamID, s) // need to send the FIN, must be called without holding the mutex
 
-	s.ctxCancel(ErrStreamClosed)
+	s.cancelCtx(ErrStreamClosed)
 	return nil
 }
 
@@ -677,7 +697,7 @@ func (s *SendStream) CancelWrite(errorCode StreamErrorCode) {
 		return
 	}
 	s.resetErr = &StreamError{StreamID: s.streamID, ErrorCode: errorCode, Remote: false}
-	s.ctxCancel(s.resetErr)
+	s.cancelCtx(s.resetErr)
 
 	reliableOffset := s.reliableOffset()
 	finalSize := max(s.writeOffset, reliableOffset)
@@ -771,7 +791,7 @@ func (s *SendStream) handleStopSendingFrame(f *wire.StopSendingFrame) {
 	s.returnFramesToPool()
 	if s.resetErr == nil {
 		s.resetErr = &StreamError{StreamID: s.streamID, ErrorCode: f.ErrorCode, Remote: true}
-		s.ctxCancel(s.resetErr)
+		s.cancelCtx(s.resetErr)
 	}
 	s.queuedResetStreamFrame = &wire.ResetStreamFrame{
 		StreamID:  s.streamID,
@@ -843,6 +863,14 @@ func (s *SendStream) SetPriority(urgency int8, incremental bool) {
 // The cancellation cause is set to the error that caused the stream to
 // close, which is [ErrStreamClosed] if [SendStream.Close] was called.
 func (s *SendStream) Context() context.Context {
+	s.ctxMu.Lock()
+	defer s.ctxMu.Unlock()
+	if s.ctx == nil {
+		s.ctx, s.ctxCancel = context.WithCancelCause(s.parentCtx)
+		if s.ctxCause != nil {
+			s.ctxCancel(s.ctxCause)
+		}
+	}
 	return s.ctx
 }
 
@@ -870,7 +898,7 @@ func (s *SendStream) closeForShutdown(err error) {
 		s.returnFramesToPool()
 	}
 	s.mutex.Unlock()
-	s.ctxCancel(err)
+	s.cancelCtx(err)
 	s.signalWrite()
 }
 
