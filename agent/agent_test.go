@@ -22,7 +22,10 @@ import (
 	"github.com/halite-fleet/halite/targets"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// protocol.Pump's workers wait a while for the next pump before they end.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/halite-fleet/halite/protocol.pumpWorker"))
+}
 
 const waitTimeout = 20 * time.Second
 

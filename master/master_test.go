@@ -22,7 +22,8 @@ func TestMain(m *testing.M) {
 	// zone west of UTC so that code mixing local job ids with UTC times
 	// fails here, not only on masters in the Americas.
 	time.Local = time.FixedZone("UTC-5", -5*60*60)
-	goleak.VerifyTestMain(m)
+	// protocol.Pump's workers wait a while for the next pump before they end.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/halite-fleet/halite/protocol.pumpWorker"))
 }
 
 // returnsOf splits a publish's responses into the job, the returns by id

@@ -11,7 +11,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	// protocol.Pump's workers wait a while for the next pump before they end.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/halite-fleet/halite/protocol.pumpWorker"))
 }
 
 // roundTrip encodes m, decodes the frame body and checks that the result

@@ -71,6 +71,9 @@ func TestPumpFrames(t *testing.T) {
 	defer cancel()
 	const streams, frames = 200, 50
 	client, server := pumpPair(t, ctx, streams)
+	// Workers end as soon as they are idle: the count below is of pumps.
+	pumpWorkerIdleTest.Store(int64(time.Millisecond))
+	defer pumpWorkerIdleTest.Store(0)
 
 	base := runtime.NumGoroutine()
 	var mu sync.Mutex
@@ -185,5 +188,44 @@ func TestPumpStops(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("an oversized frame did not end the pump")
+	}
+}
+
+// TestPumpWorkersReused: pumps that wake one after another are run by the
+// worker the previous one finished on, not by a new goroutine each (whose
+// small stack decoding would grow, a copy each time).
+func TestPumpWorkersReused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const streams = 30
+	client, server := pumpPair(t, ctx, streams)
+	handled := make(chan string, 1)
+	for _, s := range server {
+		StartPump(s, NewStreamFramer(s, 0), func(b []byte) bool {
+			if !strings.HasPrefix(string(b), "open") {
+				handled <- string(b)
+			}
+			return true
+		}, func(error) {})
+	}
+	time.Sleep(100 * time.Millisecond) // the open frames handled
+	started := pumpWorkersStarted.Load()
+	for i, c := range client {
+		want := fmt.Sprintf("frame %d", i)
+		if err := NewStreamFramer(c, 0).WriteFrame([]byte(want)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got := <-handled:
+			if got != want {
+				t.Fatalf("handled %q, want %q", got, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%s not handled", want)
+		}
+		time.Sleep(2 * time.Millisecond) // the worker back to waiting
+	}
+	if n := pumpWorkersStarted.Load() - started; n > 3 {
+		t.Errorf("%d workers started for %d pumps woken one after another, want the same one or two", n, streams)
 	}
 }
