@@ -120,6 +120,7 @@ func pumpWorker(p *Pump) {
 			pumpIdleWorkers.Add(-1)
 			return
 		}
+		p = nil // an idle worker holds nothing of the pump it ran
 		if idle == nil {
 			idle = time.NewTimer(pumpIdleFor())
 		} else {
