@@ -288,3 +288,48 @@ func testQUICStateAfterHandshake(t *testing.T, inline bool) {
 		t.Errorf("server: peer key %s, ALPN %q; want the agent's %s, %q", Fingerprint(r.key), r.alpn, Fingerprint(agent.Pub), ALPN)
 	}
 }
+
+// TestQUICStreamContext: a send stream's context (made when first asked
+// for, tools/quicfork/70-idle-connection-memory.patch) ends as it did
+// when every stream made one at once: asked for before Close, after Close,
+// or after the peer stopped reading (STOP_SENDING), with the same cause.
+func TestQUICStreamContext(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client, server := pumpPair(t, ctx, 3)
+	done := func(c context.Context) error {
+		t.Helper()
+		select {
+		case <-c.Done():
+			return context.Cause(c)
+		case <-ctx.Done():
+			t.Fatal("the stream's context did not end")
+			return nil
+		}
+	}
+
+	before := client[0].Context()
+	if err := before.Err(); err != nil {
+		t.Fatalf("an open stream's context: %v", err)
+	}
+	client[0].Close()
+	if err := done(before); !errors.Is(err, quic.ErrStreamClosed) {
+		t.Errorf("asked for before Close: cause %v, want ErrStreamClosed", err)
+	}
+
+	client[1].Close()
+	if err := done(client[1].Context()); !errors.Is(err, quic.ErrStreamClosed) {
+		t.Errorf("asked for after Close: cause %v, want ErrStreamClosed", err)
+	}
+
+	server[2].CancelRead(5)
+	deadline := time.Now().Add(5 * time.Second)
+	for client[2].Context().Err() == nil && time.Now().Before(deadline) {
+		client[2].Write([]byte{0}) // what brings the STOP_SENDING back
+		time.Sleep(10 * time.Millisecond)
+	}
+	var se *quic.StreamError
+	if err := done(client[2].Context()); !errors.As(err, &se) || se.ErrorCode != 5 || !se.Remote {
+		t.Errorf("after the peer's STOP_SENDING: cause %v, want a remote stream error 5", err)
+	}
+}
