@@ -2,8 +2,6 @@ package relay
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,7 +20,7 @@ import (
 // what its devices sent and the master never acknowledged. Those devices
 // hold it too and send it again when they reconnect, but a device that
 // died meanwhile never will. So each device's Hello, as forwarded, is
-// kept in the spool's hello directory; a restarted relay resumes each
+// kept in the spool's hello.log (hellolog.go); a restarted relay resumes each
 // such device's session upstream with it (the master agrees the same MAC
 // key for the same Hello: protocol.Identity.SessionKX), sends its items in
 // order, waits for the master's acks and closes the session. Items of a
@@ -32,53 +30,9 @@ import (
 // it sends them again itself, and the Hello kept is its latest session's,
 // whose MAC key is not the one those items were tagged with.
 
-// helloDir holds one file per device id: its last session's Hello.
-const helloDir = "hello"
-
 // resumeWait bounds how long a resumed session waits for the master's
 // acks.
 const resumeWait = 30 * time.Second
-
-// helloPath names id's Hello file by a hash of the id: any id makes a
-// short, safe file name (loadHello checks the id inside).
-func (s *store) helloPath(id string) string {
-	sum := sha256.Sum256([]byte(id))
-	return filepath.Join(s.dir, helloDir, hex.EncodeToString(sum[:16]))
-}
-
-// saveHello keeps the Hello d's session upstream was opened with. The
-// file is not synced: a torn one fails its CRC, and the session is not
-// resumed (its device still holds its items).
-func (s *store) saveHello(d *device) error {
-	d.mu.Lock()
-	b, err := protocol.Encode(d.hello)
-	d.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(s.helloPath(d.id), reclog.Append(nil, recHello, 0, b), 0o600)
-}
-
-// loadHello reads back id's Hello; nil if there is none intact.
-func (s *store) loadHello(id string) *protocol.Hello {
-	b, err := os.ReadFile(s.helloPath(id))
-	if err != nil {
-		return nil
-	}
-	rec, _, ok := reclog.Next(b, protocol.DefaultMaxFrame)
-	if !ok || rec.Kind != recHello {
-		return nil
-	}
-	msg, err := protocol.Decode(rec.Body)
-	if err != nil {
-		return nil
-	}
-	h, ok := msg.(*protocol.Hello)
-	if !ok || h.ID != id {
-		return nil
-	}
-	return h
-}
 
 // load takes up the segments a previous run left: the items never
 // acknowledged of devices whose Hello is kept become orphans (devices
@@ -110,14 +64,22 @@ func (s *store) load() error {
 		s.segs = append(s.segs, seg)
 	}
 	s.nextSeg = last + 1
+	hellos, damage, err := s.loadHellos(held)
+	if err != nil {
+		for _, seg := range s.segs {
+			seg.f.Close()
+		}
+		s.segs = nil
+		return err
+	}
+	reclog.Warn(s.log, filepath.Join(s.dir, helloLogName), damage)
 	found, lost := 0, 0
-	keep := make(map[string]bool)
 	for id, items := range held {
 		if len(items) == 0 {
 			continue
 		}
 		found += len(items)
-		h := s.loadHello(id)
+		h := hellos[id]
 		if h == nil {
 			lost += len(items)
 			continue
@@ -130,7 +92,6 @@ func (s *store) load() error {
 			s.items++
 		}
 		s.orphans = append(s.orphans, d)
-		keep[filepath.Base(s.helloPath(id))] = true
 	}
 	s.dropped += uint64(lost)
 	for _, seg := range s.segs {
@@ -146,15 +107,6 @@ func (s *store) load() error {
 	}
 	for s.disk > s.max && len(s.segs) > 1 {
 		s.dropSegmentLocked(s.segs[0], nil)
-	}
-	hellos, err := os.ReadDir(filepath.Join(s.dir, helloDir))
-	if err != nil {
-		return err
-	}
-	for _, e := range hellos {
-		if !keep[e.Name()] {
-			os.Remove(filepath.Join(s.dir, helloDir, e.Name()))
-		}
 	}
 	if found > 0 {
 		s.log.Info("relay spool: returns and events of the previous run were never acknowledged; the sessions of their devices resume once the master is reachable",

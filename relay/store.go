@@ -21,7 +21,7 @@ const (
 	recWire   = 'w' // a device's return or event: uvarint id length, id, wire frame
 	recAck    = 'a' // the master acknowledged a device's items up to seq: id
 	recForget = 'f' // the device left while the relay ran: its items before this are not to be resumed: id
-	recHello  = 'h' // a device's Hello as forwarded (seq 0), alone in its file under hello/
+	recHello  = 'h' // a device's Hello as forwarded (seq 0), in hello.log: uvarint id length, id, Hello
 )
 
 const (
@@ -95,6 +95,8 @@ type store struct {
 	opened  bool
 	orphans []*device // devices of the previous run whose items wait (see load)
 
+	hellos helloLog // the devices' Hellos (hellolog.go), under its own lock
+
 	kick chan struct{} // the flusher has something to do
 	stop chan struct{}
 	done chan struct{}
@@ -132,7 +134,7 @@ func newStore(dir string, limit int64, log *zap.Logger) *store {
 // open makes the directory, takes up what a previous run left in it (see
 // load), and starts the flusher; close stops it.
 func (s *store) open() error {
-	if err := os.MkdirAll(filepath.Join(s.dir, helloDir), 0o700); err != nil {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return fmt.Errorf("open relay spool %s: %w", s.dir, err)
 	}
 	if err := s.load(); err != nil {
@@ -198,6 +200,9 @@ func (s *store) close() error {
 	if len(lost) > 0 {
 		err = errors.Join(err, fmt.Errorf("close relay spool %s: %d devices' items could not be written", s.dir, len(lost)))
 	}
+	if e := s.closeHellos(); e != nil && err == nil {
+		err = fmt.Errorf("close relay spool %s: %w", s.dir, e)
+	}
 	return err
 }
 
@@ -238,6 +243,10 @@ func (s *store) flushLoop() {
 		}
 		if f != nil {
 			lastSync = time.Now()
+			// The Hellos first: an item synced has its Hello on disk.
+			if err := s.syncHellos(); err != nil {
+				s.log.Warn("relay spool: fsync the Hellos' log", zap.String("dir", s.dir), zap.Error(err))
+			}
 			// A segment closed meanwhile (dropped or emptied) needs no sync.
 			if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
 				s.log.Warn("relay spool: fsync", zap.String("dir", s.dir), zap.Error(err))

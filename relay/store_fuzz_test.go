@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"go.uber.org/zap"
@@ -35,9 +36,6 @@ func FuzzStoreLoad(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		dir := t.TempDir()
 		s := newStore(dir, 1<<20, zap.NewNop())
-		if err := os.MkdirAll(filepath.Join(dir, helloDir), 0o700); err != nil {
-			t.Fatal(err)
-		}
 		for _, id := range []string{"a", "b"} {
 			if err := s.saveHello(&device{id: id, hello: &protocol.Hello{ID: id}}); err != nil {
 				t.Fatal(err)
@@ -56,6 +54,64 @@ func FuzzStoreLoad(f *testing.F) {
 		}
 		if err := s.close(); err != nil {
 			t.Fatalf("close: %v", err)
+		}
+	})
+}
+
+// FuzzHelloLog: whatever hello.log holds, a relay opens its spool; each
+// device it resumes has a Hello under its own id, and the log it leaves
+// holds only those devices' Hellos.
+func FuzzHelloLog(f *testing.F) {
+	var log []byte
+	for _, id := range []string{"a", "b", "a"} {
+		wire, err := protocol.Encode(&protocol.Hello{ID: id, Version: "1"})
+		if err != nil {
+			f.Fatal(err)
+		}
+		log = appendHello(log, id, wire)
+	}
+	f.Add(log)
+	f.Add(log[:len(log)-4])
+	f.Add(appendHello(nil, "a", []byte("not cbor")))
+	wrong, _ := protocol.Encode(&protocol.Hello{ID: "b"})
+	f.Add(appendHello(nil, "a", wrong)) // a's record, b's Hello
+	f.Add(reclog.Append(nil, recHello, 0, []byte{0xff, 0xff, 0xff, 0xff, 0x0f}))
+	for _, i := range []int{0, 3, 9, 17, len(log) / 2} {
+		b := bytes.Clone(log)
+		b[i] ^= 0x20
+		f.Add(b)
+	}
+	a, b := &device{id: "a"}, &device{id: "b"}
+	var seg []byte
+	for seq := uint64(1); seq <= 2; seq++ {
+		seg = appendWire(seg, "a", seq, wireOf(a, seq, 40))
+		seg = appendWire(seg, "b", seq, wireOf(b, seq, 40))
+	}
+	f.Fuzz(func(t *testing.T, log []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, helloLogName), log, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "0000000000000000"+segSuffix), seg, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s := newStore(dir, 1<<20, zap.NewNop())
+		if err := s.open(); err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		var ids []string
+		for _, d := range s.orphanList() {
+			if d.hello == nil || d.hello.ID != d.id {
+				t.Fatalf("orphan %s resumed with the Hello %+v", d.id, d.hello)
+			}
+			ids = append(ids, d.id)
+		}
+		if err := s.close(); err != nil {
+			t.Fatalf("close: %v", err)
+		}
+		slices.Sort(ids)
+		if got := loggedHellos(t, dir); !slices.Equal(got, ids) {
+			t.Fatalf("the log holds Hellos of %v, the orphans are %v", got, ids)
 		}
 	})
 }

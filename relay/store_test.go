@@ -606,8 +606,8 @@ func TestStoreResume(t *testing.T) {
 	if _, items, dropped := s2.stats(); items != 3 || dropped != 5 {
 		t.Errorf("after restart: %d items, %d dropped; want 3 (a's), 5 (c's)", items, dropped)
 	}
-	if _, err := os.Stat(s2.helloPath("b")); !os.IsNotExist(err) {
-		t.Errorf("b's Hello kept (%v), want it deleted: nothing to resume", err)
+	if ids := loggedHellos(t, dir); !cmp.Equal(ids, []string{"a"}) {
+		t.Errorf("Hellos in the log after the restart: %v, want [a]: b's deleted, nothing to resume", ids)
 	}
 	// New items go to new segments, beside the old ones.
 	d := &device{id: "d"}
