@@ -3,10 +3,12 @@ package protocol
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -331,5 +333,85 @@ func TestQUICStreamContext(t *testing.T) {
 	var se *quic.StreamError
 	if err := done(client[2].Context()); !errors.As(err, &se) || se.ErrorCode != 5 || !se.Remote {
 		t.Errorf("after the peer's STOP_SENDING: cause %v, want a remote stream error 5", err)
+	}
+}
+
+// TestQUICMaxHandshakes pins tools/quicfork/80-handshake-limit.patch: a
+// listener with MaxHandshakes 1 never has two connections in their
+// handshake at once (each server handshake here takes 300 ms), drops the
+// Initials that would begin another (OnHandshakeDropped), and every client
+// still gets through, its QUIC sending its Initial again. Without the
+// bound the same dials overlap.
+func TestQUICMaxHandshakes(t *testing.T) {
+	for _, limit := range []int{1, 0} {
+		t.Run(fmt.Sprint("limit ", limit), func(t *testing.T) {
+			server, err := GenerateIdentity()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var inHandshake, most, dropped atomic.Int32
+			tc := server.ServerTLS()
+			tc.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+				n := inHandshake.Add(1)
+				defer inHandshake.Add(-1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				time.Sleep(300 * time.Millisecond)
+				return nil, nil
+			}
+			qc := QUICConfig()
+			qc.MaxHandshakes = limit
+			qc.OnHandshakeDropped = func() { dropped.Add(1) }
+			udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := &quic.Transport{Conn: udp}
+			defer udp.Close()
+			defer tr.Close()
+			ln, err := tr.Listen(tc, qc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			go func() {
+				for {
+					conn, err := ln.Accept(ctx)
+					if err != nil {
+						return
+					}
+					defer conn.CloseWithError(0, "")
+				}
+			}()
+			const clients = 3
+			errs := make(chan error, clients)
+			for range clients {
+				go func() {
+					client, err := GenerateIdentity()
+					if err != nil {
+						errs <- err
+						return
+					}
+					conn, err := quic.DialAddr(ctx, ln.Addr().String(), client.ClientTLS(nil), AgentQUICConfig())
+					if err == nil {
+						conn.CloseWithError(0, "")
+					}
+					errs <- err
+				}()
+			}
+			for range clients {
+				if err := <-errs; err != nil {
+					t.Errorf("dial: %v", err)
+				}
+			}
+			switch {
+			case limit == 1 && (most.Load() != 1 || dropped.Load() == 0):
+				t.Errorf("MaxHandshakes 1: at most %d handshakes at once, %d Initials dropped; want 1 and some", most.Load(), dropped.Load())
+			case limit == 0 && (most.Load() < 2 || dropped.Load() != 0):
+				t.Errorf("no bound: at most %d handshakes at once, %d Initials dropped; want them to overlap, none dropped", most.Load(), dropped.Load())
+			}
+		})
 	}
 }

@@ -128,3 +128,29 @@ func TestRelayAcksRideWithJobs(t *testing.T) {
 	})
 	waitFor(t, "the ack to go down alone", func() bool { return !waiting() })
 }
+
+// TestRelayBoundsHandshakes: the device listener lets at most half a
+// second's worth of admit handshakes be in progress at once (what the
+// bound does is pinned by protocol's TestQUICMaxHandshakes); the Initials
+// it drops are counted in Stats and in the heartbeat's handshakes_deferred.
+func TestRelayBoundsHandshakes(t *testing.T) {
+	tm := startMaster(t, true)
+	tr := startRelay(t, tm, "r1", func(c *config.Relay) { c.Admit = 300; c.Heartbeat = 1 }, nil)
+	qc := tr.deviceQUICConfig()
+	if qc.MaxHandshakes != 150 || qc.OnHandshakeDropped == nil {
+		t.Fatalf("device listener: MaxHandshakes %d (drop counted: %v); want 150 with admit 300", qc.MaxHandshakes, qc.OnHandshakeDropped != nil)
+	}
+	for range 3 {
+		qc.OnHandshakeDropped()
+	}
+	if st := tr.Stats(); st.Deferred != 3 {
+		t.Errorf("stats %+v: want Deferred 3", st)
+	}
+	tm.waitEvent(t, "halite/relay/r1/heartbeat", func(d map[string]any) bool {
+		data, _ := d["data"].(map[string]any)
+		return fmt.Sprint(data["handshakes_deferred"]) == "3"
+	})
+	if got := maxHandshakes(1); got != 1 {
+		t.Errorf("maxHandshakes(1) = %d, want 1: a relay always lets one in", got)
+	}
+}

@@ -85,6 +85,7 @@ type Relay struct {
 	// more than it can do, most of which time out and are tried again.
 	handshakes *bucket
 	refused    atomic.Uint64 // handshakes refused for the rate, ever
+	deferred   atomic.Uint64 // Initials dropped while maxHandshakes were in progress, ever
 
 	wg sync.WaitGroup // device sessions and their goroutines
 
@@ -286,8 +287,20 @@ func (r *Relay) deviceQUICConfig() *quic.Config {
 		}
 		return plain, nil
 	}
+	qc.MaxHandshakes = maxHandshakes(r.conf.Admit)
+	qc.OnHandshakeDropped = func() { r.deferred.Add(1) }
 	return qc
 }
+
+// maxHandshakes bounds the device handshakes in progress at once: half a
+// second's worth of the admit rate. Past it a device's Initial is dropped
+// before any crypto, as if lost; its QUIC sends it again after its probe
+// timeout (tools/quicfork, 80-handshake-limit.patch). The rate alone let a
+// reconnect storm begin handshakes faster than the relay's CPU finished
+// them, on a machine slower than the rate assumes: thousands timed out on
+// the devices after the relay had done their expensive part, and began
+// again (docs/BENCHMARKS.md).
+func maxHandshakes(admit int) int { return max(admit/2, 1) }
 
 // Flow control of what a device sends the relay. A device sends its Hello
 // (at most protocol.MaxHelloFrame), returns and events of a few hundred
@@ -389,6 +402,7 @@ type Stats struct {
 	DroppedDevices uint64 // devices disconnected for bad behaviour, ever
 	Throttled      uint64 // returns and events held back by event_rate, ever
 	Refused        uint64 // device handshakes refused for the admit rate, ever
+	Deferred       uint64 // devices' first packets dropped while admit/4 handshakes were in progress, ever
 	Batches        uint64 // batches of returns and events sent to the master, ever
 	ChunkUpBytes   uint64 // bytes of file chunks fetched from the master, ever
 	ChunkMisses    uint64 // chunks fetched from the master, ever
@@ -409,7 +423,7 @@ func (r *Relay) Stats() Stats {
 	disk, failed := r.store.usage()
 	st := Stats{Devices: n, Upstream: r.link.Load() != nil, SpoolBytes: b, SpoolItems: items, SpoolDisk: disk,
 		SpoolDropped: dropped, SpoolFailed: failed, SpoolCorrupt: r.store.corruptBytes(), DroppedDevices: r.droppedDevices.Load(), Throttled: r.throttled.Load(),
-		Refused: r.refused.Load(), Batches: r.batches.Load()}
+		Refused: r.refused.Load(), Deferred: r.deferred.Load(), Batches: r.batches.Load()}
 	if c := r.chunks; c != nil {
 		st.ChunkUpBytes, st.ChunkMisses, st.ChunkHits, st.ChunkShared = c.upBytes.Load(), c.misses.Load(), c.hits.Load(), c.shared.Load()
 		if c.cache != nil {
@@ -452,7 +466,8 @@ func (r *Relay) heartbeatLoop(ctx context.Context) error {
 			"devices": st.Devices, "upstream": st.Upstream, "spool_bytes": st.SpoolBytes,
 			"spool_items": st.SpoolItems, "spool_disk": st.SpoolDisk, "spool_dropped": st.SpoolDropped,
 			"spool_failed": st.SpoolFailed, "spool_corrupt_bytes": st.SpoolCorrupt, "devices_dropped": st.DroppedDevices,
-			"throttled": st.Throttled, "handshakes_refused": st.Refused, "batches": st.Batches,
+			"throttled": st.Throttled, "handshakes_refused": st.Refused,
+			"handshakes_deferred": st.Deferred, "batches": st.Batches,
 			"chunk_up_bytes": st.ChunkUpBytes, "chunk_misses": st.ChunkMisses, "chunk_hits": st.ChunkHits,
 			"chunk_shared": st.ChunkShared, "chunk_cache_bytes": st.ChunkCached,
 		}

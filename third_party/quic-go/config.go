@@ -128,6 +128,8 @@ func populateConfig(config *Config) *Config {
 		TokenStore:                       config.TokenStore,
 		EnableDatagrams:                  config.EnableDatagrams,
 		SendInline:                       config.SendInline,
+		MaxHandshakes:                    config.MaxHandshakes,
+		OnHandshakeDropped:               config.OnHandshakeDropped,
 		InitialPacketSize:                config.InitialPacketSize,
 		DisablePathMTUDiscovery:          config.DisablePathMTUDiscovery,
 		EnableStreamResetPartialDelivery: config.EnableStreamResetPartialDelivery,

@@ -197,6 +197,17 @@ type Config struct {
 	// connection that sends a lot keeps the queue, which lets it pack the
 	// next packets while the last go out. Halite (tools/quicfork).
 	SendInline bool
+	// MaxHandshakes bounds the connections a server has in their handshake
+	// at once (0: no bound). An Initial that would begin another while
+	// that many are in progress is dropped as if it were lost, before any
+	// key is derived for it: the client sends it again after its probe
+	// timeout, and it is taken once a handshake has finished. A server that
+	// starts more handshakes than it can finish before clients give up
+	// (the handshake idle timeout) spends its CPU on handshakes nobody
+	// waits for. OnHandshakeDropped, if set, is called for each Initial
+	// dropped so. Only valid for the server. Halite (tools/quicfork).
+	MaxHandshakes      int
+	OnHandshakeDropped func()
 	// Enable QUIC Stream Resets with Partial Delivery.
 	// See https://datatracker.ietf.org/doc/html/draft-ietf-quic-reliable-stream-reset-09.
 	EnableStreamResetPartialDelivery bool

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go/internal/handshake"
@@ -125,6 +126,7 @@ type baseServer struct {
 	connectionRefusedQueue  chan rejectedPacket
 	retryQueue              chan rejectedPacket
 	handshakingCount        sync.WaitGroup
+	handshaking             atomic.Int64 // connections in their handshake (Config.MaxHandshakes)
 
 	verifySourceAddress func(net.Addr) bool
 
@@ -793,6 +795,14 @@ func (s *baseServer) handleInitialImpl(p receivedPacket, hdr *wire.Header) error
 		rtt = token.RTT
 	}
 
+	if limit := s.config.MaxHandshakes; limit > 0 && s.handshaking.Load() >= int64(limit) {
+		delete(s.zeroRTTQueues, hdr.DestConnectionID)
+		p.buffer.Release()
+		if s.config.OnHandshakeDropped != nil {
+			s.config.OnHandshakeDropped()
+		}
+		return nil
+	}
 	config := s.config
 	clientInfo := &ClientInfo{
 		RemoteAddr:   p.remoteAddr,
@@ -894,6 +904,7 @@ func (s *baseServer) handleInitialImpl(p receivedPacket, hdr *wire.Header) error
 		delete(s.zeroRTTQueues, hdr.DestConnectionID)
 	}
 
+	s.handshaking.Add(1)
 	s.handshakingCount.Go(func() { s.handleNewConn(conn) })
 	go conn.run()
 	return nil
@@ -910,6 +921,14 @@ func (s *baseServer) refuseNewConn(p receivedPacket, hdr *wire.Header) {
 }
 
 func (s *baseServer) handleNewConn(conn *wrappedConn) {
+	ended := false
+	end := func() { // the handshake is over: complete, failed or abandoned
+		if !ended {
+			ended = true
+			s.handshaking.Add(-1)
+		}
+	}
+	defer end()
 	if s.acceptEarlyConns {
 		// wait until the early connection is ready, the handshake fails, or the server is closed
 		select {
@@ -931,6 +950,7 @@ func (s *baseServer) handleNewConn(conn *wrappedConn) {
 		case <-conn.HandshakeComplete():
 		}
 	}
+	end()
 
 	select {
 	case s.connQueue <- conn.Conn:
