@@ -48,10 +48,10 @@ type Relay struct {
 	// is refused at once, before any crypto, and tries again after a short
 	// random pause) and the device sessions it opens on its upstream link,
 	// so that a reconnect storm reaches the relay and the master at a
-	// bounded rate. At most Admit/2 handshakes are in progress at once: a
-	// device's first packet past that is dropped, as if lost, and its
-	// QUIC sends it again (so a relay slower than its rate finishes the
-	// handshakes it begins).
+	// bounded rate. At most Admit/2 handshakes (at least 16) are in
+	// progress at once: a device's first packet past that is dropped, as
+	// if lost, and its QUIC sends it again (so a relay slower than its
+	// rate finishes the handshakes it begins).
 	Admit int
 	// BatchMax and BatchDelay bound the batches in which the relay sends
 	// its devices' returns and events to a master that takes them

@@ -28,7 +28,7 @@ func relayOptions() map[string]*option[Relay] {
 		optCount("heartbeat", func(r *R) *int { return &r.Heartbeat }, "seconds between heartbeat events; 0: off"),
 		optRange("device_timeout", 5, 600, func(r *R) *int { return &r.DeviceTimeout }, "seconds a silent device is kept; devices send a keep-alive after half of it"),
 		optRange("gc_percent", 10, 400, func(r *R) *int { return &r.GCPercent }, "the Go collector's GOGC while a relay runs (GOGC in the environment wins): lower holds less memory per device for more CPU"),
-		optRange("admit", 1, 1<<20, func(r *R) *int { return &r.Admit }, "devices let in a second (handshakes and upstream sessions); at most admit/2 handshakes in progress"),
+		optRange("admit", 1, 1<<20, func(r *R) *int { return &r.Admit }, "devices let in a second (handshakes and upstream sessions); at most admit/2 (at least 16) handshakes in progress"),
 		optRange("batch_max", MinRelayBatch, MaxRelayBatch, func(r *R) *int { return &r.BatchMax }, "bytes of one batch of returns and events to the master"),
 		optRange("batch_delay", 0, MaxRelayBatchDelay, func(r *R) *int { return &r.BatchDelay }, "milliseconds a batch waits for more after its first item"),
 		optStr("chunk_cache_dir", func(r *R) *string { return &r.ChunkCacheDir }, "directory of the cache of file chunks by hash (default cachedir/relay-chunks)"),

@@ -293,14 +293,18 @@ func (r *Relay) deviceQUICConfig() *quic.Config {
 }
 
 // maxHandshakes bounds the device handshakes in progress at once: half a
-// second's worth of the admit rate. Past it a device's Initial is dropped
+// second's worth of the admit rate, and at least minHandshakes (a
+// handshake is round trips, not only CPU: at 4 in progress, a relay whose
+// handshakes take a second under load would finish 4 a second). Past it a device's Initial is dropped
 // before any crypto, as if lost; its QUIC sends it again after its probe
 // timeout (tools/quicfork, 80-handshake-limit.patch). The rate alone let a
 // reconnect storm begin handshakes faster than the relay's CPU finished
 // them, on a machine slower than the rate assumes: thousands timed out on
 // the devices after the relay had done their expensive part, and began
 // again (docs/BENCHMARKS.md).
-func maxHandshakes(admit int) int { return max(admit/2, 1) }
+func maxHandshakes(admit int) int { return max(admit/2, minHandshakes) }
+
+const minHandshakes = 16
 
 // Flow control of what a device sends the relay. A device sends its Hello
 // (at most protocol.MaxHelloFrame), returns and events of a few hundred

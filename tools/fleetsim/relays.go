@@ -206,7 +206,9 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		}
 		var inc *incomplete
 		if errors.As(err, &inc) {
-			fmt.Fprintf(os.Stderr, "fleetsim: round %d: %v\n", i, err)
+			// Why devices were away when the job went out: their
+			// sessions that ended since the last report.
+			fmt.Fprintf(os.Stderr, "fleetsim: round %d: %v%s\n", i, err, topErrors(f))
 			if i >= warmup {
 				failed++
 			}
