@@ -149,6 +149,11 @@ func decodeHello(id string, rec []byte) *protocol.Hello {
 	if !ok || rid != id {
 		return nil
 	}
+	return helloOf(id, wire)
+}
+
+// helloOf decodes an encoded Hello; nil if it is not one, or not id's.
+func helloOf(id string, wire []byte) *protocol.Hello {
 	msg, err := protocol.Decode(wire)
 	if err != nil {
 		return nil
@@ -252,15 +257,7 @@ func (s *store) legacyHello(id string) *protocol.Hello {
 	if !ok || rec.Kind != recHello {
 		return nil
 	}
-	msg, err := protocol.Decode(rec.Body)
-	if err != nil {
-		return nil
-	}
-	h, ok := msg.(*protocol.Hello)
-	if !ok || h.ID != id {
-		return nil
-	}
-	return h
+	return helloOf(id, rec.Body)
 }
 
 // loadHellos gives the Hello of each id of held (the devices whose items
