@@ -53,6 +53,9 @@ type helloLog struct {
 	size  int64    // bytes in the file
 	base  int64    // its size when last rewritten
 	dirty bool     // written since the last fsync
+	// closed: the store was closed; a Hello saved after that (a device
+	// taken in while the relay stops) is not kept, nor the file reopened.
+	closed bool
 }
 
 // appendHello appends the Hello record of device id (wire: the encoded
@@ -76,6 +79,9 @@ func (s *store) saveHello(d *device) error {
 	h := &s.hellos
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.closed {
+		return errors.New("relay spool: closed; the Hello of " + d.id + " is not kept")
+	}
 	if err := h.openLocked(s.dir); err != nil {
 		return err
 	}
@@ -236,6 +242,7 @@ func (s *store) closeHellos() error {
 	h := &s.hellos
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.closed = true
 	if h.f == nil {
 		return nil
 	}
@@ -268,6 +275,7 @@ func (s *store) loadHellos(held map[string][]*item) (map[string]*protocol.Hello,
 	h := &s.hellos
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.closed = false // opened (again)
 	h.path = filepath.Join(s.dir, helloLogName)
 	last, damage, err := readHellos(h.path)
 	if err != nil {

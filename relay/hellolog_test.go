@@ -227,3 +227,21 @@ func TestHelloLogDamage(t *testing.T) {
 		}
 	})
 }
+
+// TestHelloLogClosed: a Hello saved once the store is closed (a device
+// taken in while the relay stops) is refused, and the log is not opened
+// again behind the store's back.
+func TestHelloLogClosed(t *testing.T) {
+	s := openTestStore(t, t.TempDir(), 1<<20, 0)
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.saveHello(&device{id: "a", hello: &protocol.Hello{ID: "a"}}); err == nil {
+		t.Error("saveHello after close: no error")
+	}
+	s.hellos.mu.Lock()
+	defer s.hellos.mu.Unlock()
+	if s.hellos.f != nil {
+		t.Error("the Hellos' log was opened again after close")
+	}
+}
