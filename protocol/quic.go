@@ -35,16 +35,31 @@ const (
 	AgentKeepAlivePeriod = 60 * time.Second
 )
 
+// DeviceMaxAckDelay is the max_ack_delay (Config.MaxAckDelay, a field of
+// Halite's quic-go copy) advertised on a device's hop, by the agent and by a
+// relay's device listener, instead of QUICConfig's 200 ms: how late either
+// end may acknowledge, so how long past the round trip the other waits
+// before it sends a job or a return again (RFC 9002, Section 6.2.1). A
+// relay works through a thousand devices' returns at once on shared cores,
+// and a device's CPU is shared with its own work: with 200 ms, a round of
+// 10,000 devices behind 10 relays re-sent jobs and returns that had
+// arrived, a third more datagrams for every process to handle
+// (docs/BENCHMARKS.md). The cost: after a lost packet that nothing follows,
+// 300 ms more before it is sent again. The link from a relay to its master
+// keeps 200 ms.
+const DeviceMaxAckDelay = 500 * time.Millisecond
+
 // AgentQUICConfig is the QUIC configuration of an agent's connection to a
-// master or a relay: QUICConfig with the agent's keep-alive bounds, and its
-// packets sent on the connection's own goroutine (SendInline, a field of
-// Halite's quic-go copy): an agent sends a few packets a job, and a second
-// goroutine and a hand-off per packet cost a small device more than they
-// save.
+// master or a relay: QUICConfig with the agent's keep-alive bounds, the
+// device hop's max_ack_delay (DeviceMaxAckDelay), and its packets sent on
+// the connection's own goroutine (SendInline, a field of Halite's quic-go
+// copy): an agent sends a few packets a job, and a second goroutine and a
+// hand-off per packet cost a small device more than they save.
 func AgentQUICConfig() *quic.Config {
 	qc := QUICConfig()
 	qc.MaxIdleTimeout = AgentMaxIdleTimeout
 	qc.KeepAlivePeriod = AgentKeepAlivePeriod
+	qc.MaxAckDelay = DeviceMaxAckDelay
 	qc.SendInline = true
 	return qc
 }

@@ -166,41 +166,71 @@ func (p paramsTrace) RecordEvent(e qlogwriter.Event) {
 	}
 }
 
-// TestQUICMaxAckDelay pins third_party/quic-go's 10-max-ack-delay.patch:
-// a Halite peer advertises max_ack_delay 200 ms (its 25 ms ack timer and
-// 175 ms for the timer firing late on a busy relay), not quic-go's 26 ms,
-// so that its peer's probe timeout does not resend jobs and returns that
-// arrived (issue 20). It fails when go.mod builds with upstream quic-go.
+// TestQUICMaxAckDelay pins third_party/quic-go's 10-max-ack-delay.patch
+// and 90-max-ack-delay-config.patch: a Halite peer advertises max_ack_delay
+// 200 ms (its 25 ms ack timer and 175 ms for the timer firing late on a
+// busy process), not quic-go's 26 ms, and an agent, or a listener for
+// devices with Config.MaxAckDelay set, DeviceMaxAckDelay (500 ms), so that
+// its peer's probe timeout does not resend jobs and returns that arrived
+// (issue 20). Both ends are checked: what the dialer sees of the listener's
+// parameters, and what the listener sees of the dialer's. It fails when
+// go.mod builds with upstream quic-go.
 func TestQUICMaxAckDelay(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	master, _ := GenerateIdentity()
-	agent, _ := GenerateIdentity()
-	ln := listenQUIC(t, master)
-	go func() {
-		if conn, err := ln.Accept(ctx); err == nil {
-			<-ctx.Done()
-			conn.CloseWithError(0, "")
-		}
-	}()
-	trace := paramsTrace{got: make(chan time.Duration, 1)}
-	qc := QUICConfig()
-	qc.Tracer = func(context.Context, bool, quic.ConnectionID) qlogwriter.Trace { return trace }
-	conn, err := quic.DialAddr(ctx, ln.Addr().String(), agent.ClientTLS(nil), qc)
-	if err != nil && strings.Contains(err.Error(), "no qlog") {
-		t.Skipf("dial: %v (a build without qlog: -tags quicdebug)", err)
-	}
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	defer conn.CloseWithError(0, "")
-	select {
-	case got := <-trace.got:
-		if want := 200 * time.Millisecond; got != want {
-			t.Errorf("the listener's max_ack_delay: got %v, want %v", got, want)
-		}
-	case <-ctx.Done():
-		t.Fatal("no transport parameters from the listener")
+	device := QUICConfig()
+	device.MaxAckDelay = DeviceMaxAckDelay
+	tiny := QUICConfig()
+	tiny.MaxAckDelay = time.Millisecond // below the ack timer: raised to it
+	for _, tc := range []struct {
+		name                 string
+		listen, dial         *quic.Config
+		wantListen, wantDial time.Duration
+	}{
+		{"master and link", QUICConfig(), QUICConfig(), 200 * time.Millisecond, 200 * time.Millisecond},
+		{"agent to a master", QUICConfig(), AgentQUICConfig(), 200 * time.Millisecond, 500 * time.Millisecond},
+		{"agent to a relay", device, AgentQUICConfig(), 500 * time.Millisecond, 500 * time.Millisecond},
+		{"below the ack timer", tiny, QUICConfig(), 26 * time.Millisecond, 200 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			master, _ := GenerateIdentity()
+			agent, _ := GenerateIdentity()
+			fromDialer := paramsTrace{got: make(chan time.Duration, 1)}
+			lc := tc.listen.Clone()
+			lc.Tracer = func(context.Context, bool, quic.ConnectionID) qlogwriter.Trace { return fromDialer }
+			ln := listenQUICWith(t, master, lc)
+			go func() {
+				if conn, err := ln.Accept(ctx); err == nil {
+					<-ctx.Done()
+					conn.CloseWithError(0, "")
+				}
+			}()
+			fromListener := paramsTrace{got: make(chan time.Duration, 1)}
+			qc := tc.dial.Clone()
+			qc.Tracer = func(context.Context, bool, quic.ConnectionID) qlogwriter.Trace { return fromListener }
+			conn, err := quic.DialAddr(ctx, ln.Addr().String(), agent.ClientTLS(nil), qc)
+			if err != nil && strings.Contains(err.Error(), "no qlog") {
+				t.Skipf("dial: %v (a build without qlog: -tags quicdebug)", err)
+			}
+			if err != nil {
+				t.Fatalf("dial: %v", err)
+			}
+			defer conn.CloseWithError(0, "")
+			for _, c := range []struct {
+				what string
+				got  chan time.Duration
+				want time.Duration
+			}{{"the listener's", fromListener.got, tc.wantListen}, {"the dialer's", fromDialer.got, tc.wantDial}} {
+				select {
+				case got := <-c.got:
+					if got != c.want {
+						t.Errorf("%s max_ack_delay: got %v, want %v", c.what, got, c.want)
+					}
+				case <-ctx.Done():
+					t.Fatalf("no transport parameters: %s", c.what)
+				}
+			}
+		})
 	}
 }
 

@@ -150,6 +150,16 @@ func TestRelayBoundsHandshakes(t *testing.T) {
 		data, _ := d["data"].(map[string]any)
 		return fmt.Sprint(data["handshakes_deferred"]) == "3"
 	})
+	// The device hop's max_ack_delay (protocol.TestQUICMaxAckDelay checks
+	// what a Config with it advertises), on the listener and on the
+	// configuration each admitted device's handshake gets.
+	plain, err := qc.GetConfigForClient(&quic.ClientInfo{})
+	if err != nil {
+		t.Fatalf("admit a device: %v", err)
+	}
+	if qc.MaxAckDelay != protocol.DeviceMaxAckDelay || plain.MaxAckDelay != protocol.DeviceMaxAckDelay {
+		t.Errorf("device listener's MaxAckDelay %v, a device's %v; want %v", qc.MaxAckDelay, plain.MaxAckDelay, protocol.DeviceMaxAckDelay)
+	}
 	if got := maxHandshakes(8); got != minHandshakes {
 		t.Errorf("maxHandshakes(8) = %d, want %d: a slow admit rate still lets a few overlap", got, minHandshakes)
 	}

@@ -326,7 +326,9 @@ const (
 // The relay drops a device silent for idle (relay: device_timeout) and
 // sends no keep-alives: its devices do, after half of idle (see
 // protocol.AgentQUICConfig), one PING and its ACK instead of a pair from
-// each side. A device's packets go out on its connection's goroutine
+// each side. It advertises the device hop's max_ack_delay
+// (protocol.DeviceMaxAckDelay): its acks are late while it works through
+// a thousand devices' returns. A device's packets go out on its connection's goroutine
 // (SendInline, tools/quicfork): a device is sent a few packets a job, and
 // a goroutine and a hand-off per packet cost more than they save.
 func deviceQUIC(idle time.Duration) *quic.Config {
@@ -340,6 +342,7 @@ func deviceQUIC(idle time.Duration) *quic.Config {
 	qc.InitialConnectionReceiveWindow = deviceConnWindow
 	qc.MaxConnectionReceiveWindow = deviceMaxConnWindow
 	qc.MaxIncomingStreams = 1
+	qc.MaxAckDelay = protocol.DeviceMaxAckDelay
 	qc.SendInline = true
 	return qc
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quic-go/quic-go/internal/ackhandler"
 	"github.com/quic-go/quic-go/internal/protocol"
 	"github.com/quic-go/quic-go/quicvarint"
 )
@@ -130,6 +131,7 @@ func populateConfig(config *Config) *Config {
 		SendInline:                       config.SendInline,
 		MaxHandshakes:                    config.MaxHandshakes,
 		OnHandshakeDropped:               config.OnHandshakeDropped,
+		MaxAckDelay:                      ackhandler.AdvertisedMaxAckDelayFor(config.MaxAckDelay),
 		InitialPacketSize:                config.InitialPacketSize,
 		DisablePathMTUDiscovery:          config.DisablePathMTUDiscovery,
 		EnableStreamResetPartialDelivery: config.EnableStreamResetPartialDelivery,

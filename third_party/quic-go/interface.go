@@ -208,6 +208,16 @@ type Config struct {
 	// dropped so. Only valid for the server. Halite (tools/quicfork).
 	MaxHandshakes      int
 	OnHandshakeDropped func()
+	// MaxAckDelay is the max_ack_delay transport parameter this endpoint
+	// advertises: how late its acknowledgements may be, the ack timer (25
+	// ms) included (0: 200 ms; it is raised to at least the ack timer and
+	// capped at 16 s). A peer's probe timeout waits this long past the
+	// round trip before it sends again (RFC 9002, Section 6.2.1): an
+	// endpoint that works through bursts of many connections' packets
+	// on shared cores acks late, and a value below that makes its peers
+	// resend what arrived. The ack timer itself is unchanged. Halite
+	// (tools/quicfork).
+	MaxAckDelay time.Duration
 	// Enable QUIC Stream Resets with Partial Delivery.
 	// See https://datatracker.ietf.org/doc/html/draft-ietf-quic-reliable-stream-reset-09.
 	EnableStreamResetPartialDelivery bool

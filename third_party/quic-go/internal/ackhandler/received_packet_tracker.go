@@ -93,6 +93,21 @@ const AdvertisedMaxAckDelay = MaxAckDelay + AckTimerSlack
 // shared cores in a few hundred ms.
 const AckTimerSlack = 175 * time.Millisecond
 
+// AdvertisedMaxAckDelayFor is the max_ack_delay to advertise for
+// Config.MaxAckDelay d: AdvertisedMaxAckDelay for 0, else d, but no less
+// than the ack timer and no more than the transport parameter's 2^14 ms.
+func AdvertisedMaxAckDelayFor(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return AdvertisedMaxAckDelay
+	case d < MaxAckDelay+time.Millisecond:
+		return MaxAckDelay + time.Millisecond
+	case d > (1<<14-1)*time.Millisecond:
+		return (1<<14 - 1) * time.Millisecond
+	}
+	return d
+}
+
 // number of ack-eliciting packets received before sending an ACK
 const packetsBeforeAck = 2
 
