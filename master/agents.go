@@ -76,10 +76,15 @@ type session struct {
 	conn   *quic.Conn
 	stream *quic.Stream
 	f      *protocol.Framer
-	out    chan []byte // whole frames waiting for the writer
 	done   chan struct{}
 	sendMu sync.Mutex // orders direct writes against the writer
-	queued int        // frames in out or being written; under sendMu
+	// out holds whole frames waiting for the writer, oldest first, at most
+	// sendQueue; it grows as frames wait and is let go once empty. A
+	// channel of sendQueue slots was 24 KiB a session for as long as it
+	// lived, thousands of sessions behind relays, each scanned by every
+	// collection (issue 20). Under sendMu.
+	out    [][]byte
+	queued int // frames in out or being written; under sendMu
 	// The writer (writeOut) runs only while frames are queued: writing
 	// says one runs, writerDone is closed when it returns, noWriter (the
 	// session ended) that none may start. Under sendMu.
@@ -155,11 +160,10 @@ func (s *session) trySend(wire []byte) (ok bool, k protocol.Kind, msg string) {
 // enqueue queues wire for the writer, starting it if none runs; false:
 // the queue is full. The caller holds sendMu.
 func (s *session) enqueue(wire []byte) bool {
-	select {
-	case s.out <- wire:
-	default:
+	if len(s.out) >= sendQueue {
 		return false
 	}
+	s.out = append(s.out, wire)
 	s.queued++
 	if !s.writing && !s.noWriter {
 		s.writing = true
@@ -167,6 +171,17 @@ func (s *session) enqueue(wire []byte) bool {
 		go s.writeOut(s.writerDone)
 	}
 	return true
+}
+
+// nextOut takes the oldest frame from out (not empty), letting the queue's
+// storage go once it is empty. The caller holds sendMu.
+func (s *session) nextOut() []byte {
+	b := s.out[0]
+	s.out[0] = nil
+	if s.out = s.out[1:]; len(s.out) == 0 {
+		s.out = nil
+	}
+	return b
 }
 
 // ack records that the read loop has handled (stored, published) the
@@ -290,8 +305,7 @@ func (m *Master) serveAgent(ctx context.Context, conn *quic.Conn) {
 	}
 	s := &session{
 		id: hello.ID, pub: pub, caps: hello.Caps, conn: conn, stream: stream, f: f,
-		out: make(chan []byte, sendQueue), done: make(chan struct{}),
-		log: log, since: time.Now(),
+		done: make(chan struct{}), log: log, since: time.Now(),
 	}
 	admitted := m.admitHeld(ctx, s, hello, "", nil, done, hello.Caps >= protocol.CapKeyNotify && !hello.Relay)
 	done()
@@ -613,8 +627,8 @@ func (s *session) writeOut(done chan struct{}) {
 			s.sendMu.Unlock()
 			return
 		}
+		b := s.nextOut()
 		s.sendMu.Unlock()
-		b := <-s.out
 		s.stream.SetWriteDeadline(time.Now().Add(30 * time.Second))
 		_, err := s.stream.Write(b)
 		s.sendMu.Lock()

@@ -119,7 +119,7 @@ func benchLink(b testing.TB, m *Master, n int) (*relayLink, []*session) {
 		mac := make([]byte, 32)
 		rand.Read(mac)
 		s := &session{id: name, pub: id.Pub, mac: mac, log: log, done: make(chan struct{}),
-			out: make(chan []byte, sendQueue), relay: l, streamID: quic.StreamID(4 * (i + 1))}
+			relay: l, streamID: quic.StreamID(4 * (i + 1))}
 		sessions[i] = s
 		l.devices[name] = s
 	}

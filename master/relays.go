@@ -236,8 +236,7 @@ func (m *Master) serveRelayed(ctx context.Context, l *relayLink, stream *quic.St
 	defer done()
 	s := &session{
 		id: hello.ID, pub: hello.Pub, caps: hello.Caps, conn: l.ctrl.conn, stream: stream, f: f,
-		out: make(chan []byte, sendQueue), done: make(chan struct{}),
-		log: log, since: time.Now(), relay: l, streamID: stream.StreamID(),
+		done: make(chan struct{}), log: log, since: time.Now(), relay: l, streamID: stream.StreamID(),
 	}
 	if len(hello.Pub) != 32 {
 		s.close(protocol.KindMalformed, "a relayed hello must carry the device's key")
