@@ -84,6 +84,9 @@ type relayReport struct {
 	Connected saturation `json:"connected"`
 	// Cut says what -deadline left out.
 	Cut string `json:"cut,omitempty"`
+	// RoundsMS: each measured round's time (ms), in the order they ran,
+	// to tell one slow round from a slow run.
+	RoundsMS []float64 `json:"rounds_ms,omitempty"`
 }
 
 // measureRelays runs a master in a child process, r relays in another (so that
@@ -189,6 +192,7 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	// A round in which some device did not return (its session was being
 	// re-established when the job went out) is counted, not timed.
 	var times []time.Duration
+	var inOrder []float64
 	failed := 0
 	simCPU0, relayCPU0, masterCPU0 = cpuTime(os.Getpid()), cpuTime(child.Process.Pid), cpuTime(m.cmd.Process.Pid)
 	udp0 := udpSent()
@@ -219,6 +223,7 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		}
 		if i >= warmup {
 			times = append(times, d)
+			inOrder = append(inOrder, ms(d))
 		}
 	}
 	if len(times) == 0 {
@@ -242,7 +247,7 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		MasterKiBPerRelay: float64(mrss1-mrss0) / float64(r),
 		MasterCPUMS:       ms(masterCPU) / all, ConnMasterCPUMS: ms(connMasterCPU) / float64(n),
 		UDPPerDevice: udpPerDevice, ConnSimCPUMS: ms(connSimCPU) / float64(n), ConnRelayCPUMS: ms(connRelayCPU) / float64(n), Devices: n, Relays: r, Rounds: len(times), Incomplete: failed, ConnectS: connect.Seconds(),
-		P50MS: ms(pct(times, 50)), P99MS: ms(pct(times, 99)), MinMS: ms(times[0]), MaxMS: ms(times[len(times)-1]),
+		RoundsMS: inOrder, P50MS: ms(pct(times, 50)), P99MS: ms(pct(times, 99)), MinMS: ms(times[0]), MaxMS: ms(times[len(times)-1]),
 		RelayRSSMiB: float64(rss1) / 1024, RelayKiBPerDevice: float64(rss1-rss0) / float64(n),
 		HeldRelayKiBPerDevice: heldRelayKiB, HeldMasterKiBPerDevice: heldMasterKiB}
 	if storm != "" && (left(time.Hour) <= 0 || sigctx.Err() != nil) {
