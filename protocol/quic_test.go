@@ -1,11 +1,13 @@
 package protocol
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -443,5 +445,105 @@ func TestQUICMaxHandshakes(t *testing.T) {
 				t.Errorf("no bound: at most %d handshakes at once, %d Initials dropped; want them to overlap, none dropped", most.Load(), dropped.Load())
 			}
 		})
+	}
+}
+
+// mtuTrace keeps the largest path MTU a connection's own probes found.
+type mtuTrace struct{ max *atomic.Int64 }
+
+func (m mtuTrace) AddProducer() qlogwriter.Recorder { return m }
+func (mtuTrace) Close() error                       { return nil }
+func (m mtuTrace) RecordEvent(e qlogwriter.Event) {
+	if e, ok := e.(qlog.MTUUpdated); ok && int64(e.Value) > m.max.Load() {
+		m.max.Store(int64(e.Value))
+	}
+}
+
+// TestQUICMTUDiscoveryOnBulk pins third_party/quic-go's
+// 91-mtu-discovery-on-bulk.patch: a connection searches for a larger path
+// MTU (padded PING probes, and their ACKs) only once it has sent a
+// full-size packet. Jobs and returns one at a time never fill one, and
+// their probes were a quarter of a round's datagrams behind relays (issue
+// 20); a bulk transfer fills packets and still finds the larger MTU.
+func TestQUICMTUDiscoveryOnBulk(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	master, _ := GenerateIdentity()
+	agent, _ := GenerateIdentity()
+	ln := listenQUIC(t, master)
+	got := make(chan []byte, 1)
+	go func() {
+		conn, err := ln.Accept(ctx)
+		if err != nil {
+			return
+		}
+		defer conn.CloseWithError(0, "")
+		s, err := conn.AcceptStream(ctx)
+		if err != nil {
+			return
+		}
+		// Echo 100-byte messages, then take the rest whole.
+		buf := make([]byte, 100)
+		for range 200 {
+			if _, err := io.ReadFull(s, buf); err != nil {
+				return
+			}
+			if _, err := s.Write(buf); err != nil {
+				return
+			}
+		}
+		rest, _ := io.ReadAll(s)
+		got <- rest
+		<-ctx.Done()
+	}()
+	mtu := mtuTrace{max: new(atomic.Int64)}
+	qc := QUICConfig()
+	qc.Tracer = func(context.Context, bool, quic.ConnectionID) qlogwriter.Trace { return mtu }
+	conn, err := quic.DialAddr(ctx, ln.Addr().String(), agent.ClientTLS(nil), qc)
+	if err != nil && strings.Contains(err.Error(), "no qlog") {
+		t.Skipf("dial: %v (a build without qlog: -tags quicdebug)", err)
+	}
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer conn.CloseWithError(0, "")
+	s, err := conn.OpenStreamSync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 200 small round trips over more than 200 ms: upstream quic-go sends
+	// a probe 5 RTTs after the last, at the next packet.
+	msg, back := make([]byte, 100), make([]byte, 100)
+	for i := range 200 {
+		msg[0] = byte(i)
+		if _, err := s.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(s, back); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if m := mtu.max.Load(); m != 0 {
+		t.Fatalf("small messages only: the path MTU search ran (found %d)", m)
+	}
+	bulk := make([]byte, 4<<20)
+	for i := range bulk {
+		bulk[i] = byte(i * 7)
+	}
+	if _, err := s.Write(bulk); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	select {
+	case rest := <-got:
+		if !bytes.Equal(rest, bulk) {
+			t.Fatalf("the bulk arrived as %d bytes, not the %d sent", len(rest), len(bulk))
+		}
+	case <-ctx.Done():
+		t.Fatal("the bulk transfer did not finish")
+	}
+	if m := mtu.max.Load(); m <= 1280 {
+		t.Fatalf("after a bulk transfer the path MTU search found %d, want more than 1280", m)
 	}
 }
