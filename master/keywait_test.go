@@ -3,12 +3,14 @@ package master
 import (
 	"context"
 	"crypto/ed25519"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/halite-fleet/halite/master/api"
 	"github.com/halite-fleet/halite/protocol"
 )
 
@@ -160,4 +162,101 @@ func TestPendingHeldBounded(t *testing.T) {
 		t.Fatalf("held agent after accept: read: %v", err)
 	}
 	wantStatus(t, "held agent after accept", msg, protocol.KeyAccepted)
+}
+
+// TestPendingAcceptEventOrder: a held agent accepted by key.accept connects
+// at once; its salt/minion/<id>/start must come after the salt/key accept
+// that let it in, as in Salt (the minion starts once its key is accepted).
+// The wheel published salt/key after the key store had returned, by when the
+// held agent had sometimes connected (e2e TestEvents saw the start first).
+// Once per id per call: key.accept of two ids gives two events.
+func TestPendingAcceptEventOrder(t *testing.T) {
+	tm := startMaster(t, nil, nil)
+	sub := tm.bus.Subscribe("salt/*", 1024)
+	defer sub.Close()
+	// The order itself: by the time a waiter hears of the accept, the
+	// salt/key event is on the bus (Publish delivers before it returns).
+	keySub := tm.bus.Subscribe("salt/key", 64)
+	defer keySub.Close()
+	helloPending(t, tm, "direct", protocol.CapKeyNotify-1)
+	kw := tm.keyWait.add("direct")
+	wheelErr := make(chan error, 1)
+	go func() {
+		_, err := tm.call(t, api.OpWheel, "key.accept", []any{"direct"}, nil)
+		wheelErr <- err
+	}()
+	select {
+	case c := <-kw.ch:
+		if c.To != protocol.KeyAccepted {
+			t.Fatalf("waiter told %+v, want accepted", c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter was not told of the accept")
+	}
+	tm.keyWait.remove(kw)
+	select {
+	case ev := <-keySub.C():
+		if ev.Data["id"] != "direct" || ev.Data["act"] != "accept" {
+			t.Fatalf("first event %s %v, want salt/key accept of direct", ev.Tag, ev.Data)
+		}
+	default:
+		t.Fatal("the waiter was told of the accept before salt/key was published")
+	}
+	if err := <-wheelErr; err != nil {
+		t.Fatalf("key.accept direct: %v", err)
+	}
+	// Through a held agent's session.
+	for round := range 3 {
+		id := "order" + strconv.Itoa(round)
+		p := helloPending(t, tm, id, protocol.CapabilityVersion)
+		waitFor(t, "agent held", func() bool { return tm.keyWait.held() == 1 })
+		tm.wheel(t, "key.accept", id)
+		if msg, err := p.next(5 * time.Second); err != nil {
+			t.Fatalf("%s: the accepted status: %v", id, err)
+		} else {
+			wantStatus(t, id, msg, protocol.KeyAccepted)
+		}
+		var seen []string
+		deadline := time.After(5 * time.Second)
+		for len(seen) < 2 {
+			select {
+			case ev := <-sub.C():
+				switch ev.Tag {
+				case "salt/key":
+					if ev.Data["id"] == id {
+						seen = append(seen, "key")
+					}
+				case "salt/minion/" + id + "/start":
+					seen = append(seen, "start")
+				}
+			case <-deadline:
+				t.Fatalf("%s: events %v, want salt/key then its start", id, seen)
+			}
+		}
+		if seen[0] != "key" || seen[1] != "start" {
+			t.Fatalf("%s: events in the order %v, want key then start", id, seen)
+		}
+		p.conn.CloseWithError(0, "")
+		waitFor(t, "hold released", func() bool { return tm.keyWait.held() == 0 })
+	}
+	// Two pending ids, one call: one salt/key each, nothing twice.
+	for _, id := range []string{"pair1", "pair2"} {
+		helloPending(t, tm, id, protocol.CapKeyNotify-1)
+	}
+	tm.wheel(t, "key.accept", "pair*")
+	got := map[string]int{}
+	timeout := time.After(2 * time.Second)
+	for done := false; !done; {
+		select {
+		case ev := <-sub.C():
+			if ev.Tag == "salt/key" {
+				got[fmt.Sprint(ev.Data["id"])]++
+			}
+		case <-timeout:
+			done = true
+		}
+	}
+	if got["pair1"] != 1 || got["pair2"] != 1 || len(got) != 2 {
+		t.Errorf("salt/key events of key.accept pair*: %v, want pair1 and pair2 once each", got)
+	}
 }

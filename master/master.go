@@ -163,7 +163,7 @@ func New(cfg *config.Master, log *zap.Logger) (*Master, error) {
 		AutorejectFile: cfg.AutorejectFile,
 		MaxPending:     cfg.MaxPendingKeys,
 		Log:            log.Named("keys"),
-		OnChange:       m.keyWait.changed,
+		OnChange:       m.keyChanged,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open key store: %w", err)

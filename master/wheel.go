@@ -221,9 +221,22 @@ func (m *Master) wheelAccept(_ context.Context, req *api.Request) (any, error) {
 	return map[string]any{"minions": toAnyList(ids)}, nil
 }
 
+// keyChanged is the key store's OnChange: the salt/key event, then the
+// agents held on that id (keywait.go) are told. In that order: a held agent
+// that is accepted connects at once and its salt/minion/<id>/start must not
+// come before the salt/key that let it in (it did, now and then, when the
+// wheel published salt/key after the store had returned).
+func (m *Master) keyChanged(c keys.Change) {
+	if !c.Again {
+		m.bus.Publish(event.TagKey, map[string]any{"id": c.ID, "act": c.Act, "result": true})
+	}
+	m.keyWait.changed(c)
+}
+
+// accepted, rejected and deleted act on ids whose keys a wheel call changed
+// (their salt/key events went out from keyChanged).
 func (m *Master) accepted(ids []string) {
 	for _, id := range ids {
-		m.bus.Publish(event.TagKey, map[string]any{"id": id, "act": "accept", "result": true})
 		m.dropMinion(id, "accepted key replaced")
 	}
 }
@@ -248,7 +261,6 @@ func (m *Master) wheelReject(_ context.Context, req *api.Request) (any, error) {
 
 func (m *Master) rejected(ids []string) {
 	for _, id := range ids {
-		m.bus.Publish(event.TagKey, map[string]any{"id": id, "act": "reject", "result": true})
 		m.dropMinion(id, "key rejected")
 	}
 }
@@ -339,7 +351,6 @@ func (m *Master) deleteKey(id string) error {
 
 func (m *Master) deleted(ids []string) {
 	for _, id := range ids {
-		m.bus.Publish(event.TagKey, map[string]any{"id": id, "act": "delete", "result": true})
 		m.dropMinion(id, "key deleted")
 		m.minions.forget(id)
 		m.pillar.Forget(id)
@@ -482,7 +493,6 @@ func (m *Master) wheelGenAccept(ctx context.Context, req *api.Request) (any, err
 	if pk, ok := m.keys.AcceptedKey(id); !ok || !pk.Equal(pub) {
 		return nil, fmt.Errorf("key.gen_accept: the key of %s was not accepted", id)
 	}
-	m.bus.Publish(event.TagKey, map[string]any{"id": id, "act": "accept", "result": true})
 	return pair, nil
 }
 

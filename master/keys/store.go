@@ -95,6 +95,9 @@ type Change struct {
 	Act  string // ActAccept, ActReject or ActDelete
 	From string // state the key left (protocol.Key*)
 	To   string // state the key entered; "" when deleted
+	// Again: the same call already changed a key of this id (it had keys
+	// in two of the states it matched); Salt announces an id once a call.
+	Again bool
 }
 
 // Store is the master's key store. Its methods are safe for concurrent use.
@@ -534,7 +537,7 @@ func (s *Store) movePicked(pick func(map[string]ed25519.PublicKey, state) []stri
 	done := []string{}
 	for _, st := range from {
 		for _, id := range pick(s.keys[st], st) {
-			c := Change{ID: id, Act: act, From: stateNames[st]}
+			c := Change{ID: id, Act: act, From: stateNames[st], Again: slices.Contains(done, id)}
 			if to == numStates {
 				err = s.remove(id, st)
 			} else {

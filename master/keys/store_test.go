@@ -398,18 +398,18 @@ func TestOperations(t *testing.T) {
 	}{
 		{"accept glob list", func() ([]string, error) { return f.s.Accept("web*,db1", false, false) },
 			[]string{"db1", "web1", "web2"},
-			[]Change{{"db1", ActAccept, "pending", "accepted"}, {"web1", ActAccept, "pending", "accepted"}, {"web2", ActAccept, "pending", "accepted"}}},
+			[]Change{{"db1", ActAccept, "pending", "accepted", false}, {"web1", ActAccept, "pending", "accepted", false}, {"web2", ActAccept, "pending", "accepted", false}}},
 		{"accept matches nothing", func() ([]string, error) { return f.s.Accept("nope*", true, true) }, []string{}, nil},
 		{"reject pending only", func() ([]string, error) { return f.s.Reject("*1", false, false) },
-			[]string{"Cam1"}, []Change{{"Cam1", ActReject, "pending", "rejected"}}},
+			[]string{"Cam1"}, []Change{{"Cam1", ActReject, "pending", "rejected", false}}},
 		{"reject accepted too", func() ([]string, error) { return f.s.Reject("web1", true, false) },
-			[]string{"web1"}, []Change{{"web1", ActReject, "accepted", "rejected"}}},
+			[]string{"web1"}, []Change{{"web1", ActReject, "accepted", "rejected", false}}},
 		{"accept without rejected", func() ([]string, error) { return f.s.Accept("*", false, false) },
-			[]string{"cam2"}, []Change{{"cam2", ActAccept, "pending", "accepted"}}},
+			[]string{"cam2"}, []Change{{"cam2", ActAccept, "pending", "accepted", false}}},
 		{"accept with rejected", func() ([]string, error) { return f.s.Accept("*", true, false) },
-			[]string{"Cam1", "web1"}, []Change{{"Cam1", ActAccept, "rejected", "accepted"}, {"web1", ActAccept, "rejected", "accepted"}}},
+			[]string{"Cam1", "web1"}, []Change{{"Cam1", ActAccept, "rejected", "accepted", false}, {"web1", ActAccept, "rejected", "accepted", false}}},
 		{"delete", func() ([]string, error) { return f.s.Delete("c?m*") },
-			[]string{"cam2"}, []Change{{"cam2", ActDelete, "accepted", ""}}},
+			[]string{"cam2"}, []Change{{"cam2", ActDelete, "accepted", "", false}}},
 	}
 	for _, st := range steps {
 		got, err := st.op()
@@ -760,7 +760,7 @@ func TestDict(t *testing.T) {
 		changes []Change
 	}{
 		{"accept one id", func() ([]string, error) { return f.s.AcceptDict(Dict{DirPending: {"cam9"}}, false, false) },
-			[]string{"cam9"}, []Change{{"cam9", ActAccept, "pending", "accepted"}}},
+			[]string{"cam9"}, []Change{{"cam9", ActAccept, "pending", "accepted", false}}},
 		{"accept a glob: no such id", func() ([]string, error) {
 			return f.s.AcceptDict(Dict{DirPending: {"cam*", "*", "cam9,evil"}}, true, true)
 		},
@@ -768,11 +768,11 @@ func TestDict(t *testing.T) {
 		{"accept an id of another state", func() ([]string, error) { return f.s.AcceptDict(Dict{DirRejected: {"evil"}}, true, true) },
 			[]string{}, nil},
 		{"reject", func() ([]string, error) { return f.s.RejectDict(Dict{DirPending: {"evil", "evil"}}, false, false) },
-			[]string{"evil"}, []Change{{"evil", ActReject, "pending", "rejected"}}},
+			[]string{"evil"}, []Change{{"evil", ActReject, "pending", "rejected", false}}},
 		{"delete named in accepted only", func() ([]string, error) { return f.s.DeleteDict(Dict{DirAccepted: {"cam9", "cam90"}}) },
-			[]string{"cam9"}, []Change{{"cam9", ActDelete, "accepted", ""}}},
+			[]string{"cam9"}, []Change{{"cam9", ActDelete, "accepted", "", false}}},
 		{"delete everywhere", func() ([]string, error) { return f.s.DeleteDict(EveryState("cam90")) },
-			[]string{"cam90"}, []Change{{"cam90", ActDelete, "pending", ""}}},
+			[]string{"cam90"}, []Change{{"cam90", ActDelete, "pending", "", false}}},
 	}
 	for _, st := range steps {
 		got, err := st.op()
