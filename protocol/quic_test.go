@@ -154,6 +154,24 @@ func TestQUICPinRefuses(t *testing.T) {
 	}
 }
 
+// dialTraced dials ln as id with a copy of qc whose connection records its
+// qlog events to trace; the test is skipped in a build without qlog, and the
+// connection closed when it ends.
+func dialTraced(ctx context.Context, t *testing.T, ln *quic.Listener, id *Identity, qc *quic.Config, trace qlogwriter.Trace) *quic.Conn {
+	t.Helper()
+	qc = qc.Clone()
+	qc.Tracer = func(context.Context, bool, quic.ConnectionID) qlogwriter.Trace { return trace }
+	conn, err := quic.DialAddr(ctx, ln.Addr().String(), id.ClientTLS(nil), qc)
+	if err != nil && strings.Contains(err.Error(), "no qlog") {
+		t.Skipf("dial: %v (a build without qlog: -tags quicdebug)", err)
+	}
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { conn.CloseWithError(0, "") })
+	return conn
+}
+
 // paramsTrace keeps the max_ack_delay a peer's transport parameters carried.
 type paramsTrace struct{ got chan time.Duration }
 
@@ -208,16 +226,7 @@ func TestQUICMaxAckDelay(t *testing.T) {
 				}
 			}()
 			fromListener := paramsTrace{got: make(chan time.Duration, 1)}
-			qc := tc.dial.Clone()
-			qc.Tracer = func(context.Context, bool, quic.ConnectionID) qlogwriter.Trace { return fromListener }
-			conn, err := quic.DialAddr(ctx, ln.Addr().String(), agent.ClientTLS(nil), qc)
-			if err != nil && strings.Contains(err.Error(), "no qlog") {
-				t.Skipf("dial: %v (a build without qlog: -tags quicdebug)", err)
-			}
-			if err != nil {
-				t.Fatalf("dial: %v", err)
-			}
-			defer conn.CloseWithError(0, "")
+			dialTraced(ctx, t, ln, agent, tc.dial, fromListener)
 			for _, c := range []struct {
 				what string
 				got  chan time.Duration
@@ -497,16 +506,7 @@ func TestQUICMTUDiscoveryOnBulk(t *testing.T) {
 		<-ctx.Done()
 	}()
 	mtu := mtuTrace{max: new(atomic.Int64)}
-	qc := QUICConfig()
-	qc.Tracer = func(context.Context, bool, quic.ConnectionID) qlogwriter.Trace { return mtu }
-	conn, err := quic.DialAddr(ctx, ln.Addr().String(), agent.ClientTLS(nil), qc)
-	if err != nil && strings.Contains(err.Error(), "no qlog") {
-		t.Skipf("dial: %v (a build without qlog: -tags quicdebug)", err)
-	}
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	defer conn.CloseWithError(0, "")
+	conn := dialTraced(ctx, t, ln, agent, QUICConfig(), mtu)
 	s, err := conn.OpenStreamSync(ctx)
 	if err != nil {
 		t.Fatal(err)
