@@ -117,6 +117,7 @@ vet:
 test: deps vet
 	bash tools/ci/services.sh
 	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -count=1 -run Halite github.com/quic-go/quic-go
 
 test-short:
 	$(GO) test -short -count=1 ./...

@@ -48,7 +48,9 @@ GOOS=linux GOARCH=arm GOARM=7 go build -tags quicdebug github.com/quic-go/quic-g
 Made by tools/quicfork.sh from the module go.mod requires; do not edit by hand
 (change a patch in tools/quicfork/ and run the script again). It is quic-go
 $ver's source without its tests, http3, interop, integrationtests, example,
-testutils and mocks, with the patches below applied in this order. go.mod
+testutils and mocks, with the patches below applied in this order (a patch
+may add Halite's own tests of it, halite_*_test.go, which make test runs:
+go test -run Halite github.com/quic-go/quic-go). go.mod
 builds every Halite binary with this copy
 (replace $mod => ./$dst).
 

@@ -26,15 +26,65 @@ type frameSorterEntry struct {
 }
 
 type frameSorter struct {
-	// queue is nil while it is empty: a Go map keeps its storage when its
-	// entries are deleted, and a stream that is read as it arrives (most of
-	// them) holds nothing here between frames.
+	// one is the queue's entry (at oneAt) while it holds just one: a
+	// stream that is read as it arrives (most of them) has at most one
+	// frame waiting, and needs no map for it. queue holds the entries when
+	// there are more, and is nil otherwise (hasOne, or empty): a Go map
+	// keeps its storage when its entries are deleted, and one made for
+	// every frame cost an allocation each. Use get, set and del.
+	one     frameSorterEntry
+	oneAt   protocol.ByteCount
+	hasOne  bool
 	queue   map[protocol.ByteCount]frameSorterEntry
 	readPos protocol.ByteCount
 	gaps    *list.List[byteInterval]
 }
 
 var errDuplicateStreamData = errors.New("duplicate stream data")
+
+func (s *frameSorter) get(pos protocol.ByteCount) (frameSorterEntry, bool) {
+	if s.hasOne {
+		if pos != s.oneAt {
+			return frameSorterEntry{}, false
+		}
+		return s.one, true
+	}
+	e, ok := s.queue[pos]
+	return e, ok
+}
+
+func (s *frameSorter) set(pos protocol.ByteCount, e frameSorterEntry) {
+	if s.queue == nil {
+		if !s.hasOne || s.oneAt == pos {
+			s.one, s.oneAt, s.hasOne = e, pos, true
+			return
+		}
+		s.queue = make(map[protocol.ByteCount]frameSorterEntry, 2)
+		s.queue[s.oneAt] = s.one
+		s.one, s.hasOne = frameSorterEntry{}, false
+	}
+	s.queue[pos] = e
+}
+
+func (s *frameSorter) del(pos protocol.ByteCount) {
+	if s.hasOne {
+		if pos == s.oneAt {
+			s.one, s.hasOne = frameSorterEntry{}, false
+		}
+		return
+	}
+	delete(s.queue, pos)
+	if len(s.queue) == 0 {
+		s.queue = nil
+	}
+}
+
+func (s *frameSorter) count() int {
+	if s.hasOne {
+		return 1
+	}
+	return len(s.queue)
+}
 
 func newFrameSorter() *frameSorter {
 	s := frameSorter{
@@ -87,14 +137,14 @@ func (s *frameSorter) push(data []byte, offset protocol.ByteCount, doneCb func()
 	pos := start
 	var hasReplacedAtLeastOne bool
 	for {
-		oldEntry, ok := s.queue[pos]
+		oldEntry, ok := s.get(pos)
 		if !ok {
 			break
 		}
 		oldEntryLen := protocol.ByteCount(len(oldEntry.Data))
 		if end-pos > oldEntryLen || (hasReplacedAtLeastOne && end-pos == oldEntryLen) {
 			// The existing frame is shorter than the new frame. Replace it.
-			delete(s.queue, pos)
+			s.del(pos)
 			pos += oldEntryLen
 			hasReplacedAtLeastOne = true
 			if oldEntry.DoneCb != nil {
@@ -175,10 +225,7 @@ func (s *frameSorter) push(data []byte, offset protocol.ByteCount, doneCb func()
 		return errors.New("too many gaps in received data")
 	}
 
-	if s.queue == nil {
-		s.queue = make(map[protocol.ByteCount]frameSorterEntry, 1)
-	}
-	s.queue[start] = frameSorterEntry{Data: data, DoneCb: doneCb}
+	s.set(start, frameSorterEntry{Data: data, DoneCb: doneCb})
 	return nil
 }
 
@@ -209,12 +256,12 @@ func (s *frameSorter) findEndGap(startGap *list.Element[byteInterval], offset pr
 // deleteConsecutive deletes consecutive frames from the queue, starting at pos
 func (s *frameSorter) deleteConsecutive(pos protocol.ByteCount) {
 	for {
-		oldEntry, ok := s.queue[pos]
+		oldEntry, ok := s.get(pos)
 		if !ok {
 			break
 		}
 		oldEntryLen := protocol.ByteCount(len(oldEntry.Data))
-		delete(s.queue, pos)
+		s.del(pos)
 		if oldEntry.DoneCb != nil {
 			oldEntry.DoneCb()
 		}
@@ -223,14 +270,11 @@ func (s *frameSorter) deleteConsecutive(pos protocol.ByteCount) {
 }
 
 func (s *frameSorter) Pop() (protocol.ByteCount, []byte, func()) {
-	entry, ok := s.queue[s.readPos]
+	entry, ok := s.get(s.readPos)
 	if !ok {
 		return s.readPos, nil, nil
 	}
-	delete(s.queue, s.readPos)
-	if len(s.queue) == 0 {
-		s.queue = nil
-	}
+	s.del(s.readPos)
 	offset := s.readPos
 	s.readPos += protocol.ByteCount(len(entry.Data))
 	if s.gaps.Front().Value.End <= s.readPos {
@@ -241,7 +285,7 @@ func (s *frameSorter) Pop() (protocol.ByteCount, []byte, func()) {
 
 // HasMoreData says if there is any more data queued at *any* offset.
 func (s *frameSorter) HasMoreData() bool {
-	return len(s.queue) > 0
+	return s.count() > 0
 }
 
 var errTooLittleData = errors.New("too little data")
@@ -259,7 +303,7 @@ func (s *frameSorter) Peek(offset protocol.ByteCount, p []byte) error {
 	pos := offset
 	remaining := len(p)
 	for remaining > 0 {
-		entry, ok := s.queue[pos]
+		entry, ok := s.get(pos)
 		if !ok {
 			return errTooLittleData
 		}
@@ -274,7 +318,7 @@ func (s *frameSorter) Peek(offset protocol.ByteCount, p []byte) error {
 	pos = offset
 	var copied int
 	for copied < len(p) {
-		entry := s.queue[pos] // the entry is guaranteed to exist from the check above
+		entry, _ := s.get(pos) // the entry is guaranteed to exist from the check above
 		copied += copy(p[copied:], entry.Data)
 		pos += protocol.ByteCount(len(entry.Data))
 	}
