@@ -18,7 +18,7 @@ const (
 )
 
 var (
-	encMode cbor.EncMode
+	encMode cbor.UserBufferEncMode // Marshal, and MarshalToBuffer for Framer.Write
 	decMode cbor.DecMode
 )
 
@@ -29,7 +29,7 @@ func init() {
 		IndefLength:   cbor.IndefLengthForbidden,
 		Time:          cbor.TimeUnixMicro,
 		ShortestFloat: cbor.ShortestFloat16,
-	}.EncMode()
+	}.UserBufferEncMode()
 	if err != nil {
 		panic(fmt.Sprintf("protocol: cbor encoder options: %v", err))
 	}

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -62,6 +63,20 @@ func (f *Framer) ReadFrame() ([]byte, error) {
 // Framer's limit if limit is larger): for the first message of a
 // connection, which comes before the peer's key is checked (MaxHelloFrame).
 func (f *Framer) ReadFrameMax(limit int) ([]byte, error) {
+	return f.readFrame(limit, 0)
+}
+
+// ReadWire is ReadFrame that returns the whole frame, its 4-byte length
+// then its body (AppendFrame's bytes), in one allocation: for a reader
+// that passes the frame on as it came (a relay forwarding a device's
+// return), which would otherwise copy it to put the length back in front.
+func (f *Framer) ReadWire() ([]byte, error) {
+	return f.readFrame(f.max, 4)
+}
+
+// readFrame reads a frame of at most limit bytes into a new buffer that
+// begins with head bytes of its length (0 or 4) and returns the buffer.
+func (f *Framer) readFrame(limit, head int) ([]byte, error) {
 	limit = min(limit, f.max)
 	var hdr [4]byte
 	if _, err := io.ReadFull(f.r, hdr[:]); err != nil {
@@ -76,10 +91,11 @@ func (f *Framer) ReadFrameMax(limit int) ([]byte, error) {
 	}
 	// The buffer grows with the bytes that actually arrive, so a peer that
 	// announces a large frame and sends nothing more holds only frameChunk.
-	buf := make([]byte, min(int(n), frameChunk))
+	buf := make([]byte, head+min(int(n), frameChunk))
+	copy(buf, hdr[:head])
 	got := 0
 	for {
-		m, err := io.ReadFull(f.r, buf[got:])
+		m, err := io.ReadFull(f.r, buf[head+got:])
 		got += m
 		if err != nil {
 			if errors.Is(err, io.EOF) {
@@ -90,7 +106,7 @@ func (f *Framer) ReadFrameMax(limit int) ([]byte, error) {
 		if got == int(n) {
 			return buf, nil
 		}
-		buf = append(buf, make([]byte, min(int(n)-got, len(buf)))...)
+		buf = append(buf, make([]byte, min(int(n)-got, len(buf)-head))...)
 	}
 }
 
@@ -116,20 +132,64 @@ func (f *Framer) WriteFrame(body []byte) error {
 	}
 	// One Write per frame, so the transport can put a small frame in one
 	// packet instead of a packet for the length and one for the body.
-	buf := AppendFrame(make([]byte, 0, 4+len(body)), body)
+	buf := getWriteBuf()
+	buf.Write(binary.BigEndian.AppendUint32(buf.AvailableBuffer(), uint32(len(body))))
+	buf.Write(body)
+	return f.writeBuf(buf)
+}
+
+// Write encodes and writes one message: encoded straight after the frame's
+// length, in a pooled buffer, so that a message costs no allocation of
+// its own (Encode's two, and WriteFrame's copy).
+func (f *Framer) Write(m Message) error {
+	buf := getWriteBuf()
+	buf.Write([]byte{0, 0, 0, 0, byte(m.Type())})
+	if err := encMode.MarshalToBuffer(m, buf); err != nil {
+		putWriteBuf(buf)
+		return Errorf(KindMalformed, "encode %s: %v", m.Type(), err)
+	}
+	n := buf.Len() - 4
+	if n > f.max {
+		putWriteBuf(buf)
+		return Errorf(KindTooLarge, "frame of %d bytes, limit %d", n, f.max)
+	}
+	binary.BigEndian.PutUint32(buf.Bytes(), uint32(n))
+	return f.writeBuf(buf)
+}
+
+// writeBuf writes a whole frame, then gives its buffer back to the pool,
+// unless the write failed: an io.Writer does not keep what it was given
+// once it returns (a QUIC stream has copied it into its frames by then),
+// but one that failed may not have let go of it yet.
+func (f *Framer) writeBuf(buf *bytes.Buffer) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	_, err := f.w.Write(buf)
+	_, err := f.w.Write(buf.Bytes())
+	f.mu.Unlock()
+	if err == nil {
+		putWriteBuf(buf)
+	}
 	return err
 }
 
-// Write encodes and writes one message.
-func (f *Framer) Write(m Message) error {
-	b, err := Encode(m)
-	if err != nil {
-		return err
+// writeBufs are the buffers Write and WriteFrame build frames in. Ones
+// that grew past maxPooledWrite (a large return, a file's chunk) are left
+// to the collector: the pool keeps those for the jobs, returns and acks
+// that go by the thousand, and for a relay's batches of them (64 KiB, its
+// default batch_max).
+var writeBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledWrite = 128 << 10
+
+func getWriteBuf() *bytes.Buffer {
+	b := writeBufs.Get().(*bytes.Buffer)
+	b.Reset()
+	return b
+}
+
+func putWriteBuf(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledWrite {
+		writeBufs.Put(b)
 	}
-	return f.WriteFrame(b)
 }
 
 // AppendFrame appends body as a frame (its 4-byte length, then body) to

@@ -294,3 +294,78 @@ func TestFrameConcurrentWriters(t *testing.T) {
 type eofReader struct{}
 
 func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// TestFramerWriteAllocs: Write builds the frame in a pooled buffer, so a
+// return written to a stream costs the writer no buffer of its own (it
+// cost three: the encoding, the type byte's copy, the frame's copy). The
+// relay writes one batch and the agent one return per job this way.
+func TestFramerWriteAllocs(t *testing.T) {
+	f := NewStreamFramer(rw{eofReader{}, io.Discard}, 0)
+	ret := &Return{Signed: Signed{Body: bytes.Repeat([]byte("r"), 300), Sig: bytes.Repeat([]byte("s"), 32)}, Seq: 7}
+	if err := f.Write(ret); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(200, func() { f.Write(ret) }); n > 0 {
+		t.Errorf("Framer.Write: %.1f allocations a frame, want 0", n)
+	}
+	body := bytes.Repeat([]byte("b"), 300)
+	if n := testing.AllocsPerRun(200, func() { f.WriteFrame(body) }); n > 0 {
+		t.Errorf("Framer.WriteFrame: %.1f allocations a frame, want 0", n)
+	}
+}
+
+// keepingWriter keeps what it is given without copying and fails: a
+// writer that may still hold p when it returns an error.
+type keepingWriter struct{ kept [][]byte }
+
+func (w *keepingWriter) Write(p []byte) (int, error) {
+	w.kept = append(w.kept, p)
+	return 0, errors.New("kept")
+}
+
+// TestFramerWriteFailedKeepsBuffer: a buffer whose write failed is not
+// given back to the pool, so what a failing writer still holds is never
+// overwritten by the next frame.
+func TestFramerWriteFailedKeepsBuffer(t *testing.T) {
+	kw := &keepingWriter{}
+	bad := NewStreamFramer(rw{eofReader{}, kw}, 0)
+	good := NewStreamFramer(rw{eofReader{}, io.Discard}, 0)
+	if err := bad.Write(&Ping{Seq: 1}); err == nil {
+		t.Fatal("Write to a failing writer: no error")
+	}
+	want := append([]byte(nil), kw.kept[0]...)
+	for i := range 100 {
+		good.Write(&Ping{Seq: uint64(1000 + i)})
+		good.WriteFrame(bytes.Repeat([]byte{byte(i)}, 40))
+	}
+	if !bytes.Equal(kw.kept[0], want) {
+		t.Errorf("a failed write's buffer was reused: %x, was %x", kw.kept[0], want)
+	}
+}
+
+// TestFramerWriteRoundTrip: frames of every size up to past the pool's
+// bound, written from pooled buffers one after another, read back whole.
+func TestFramerWriteRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewFramer(rw{eofReader{}, &buf}, 0)
+	var sizes []int
+	for n := 1; n < 3*maxPooledWrite; n = n*2 + 1 {
+		sizes = append(sizes, n, 3)
+	}
+	for i, n := range sizes {
+		if err := w.Write(&BlobData{Req: uint64(i), Data: bytes.Repeat([]byte{byte(i)}, n)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := NewFramer(rw{&buf, io.Discard}, 0)
+	for i, n := range sizes {
+		m, err := r.Read()
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		d, ok := m.(*BlobData)
+		if !ok || d.Req != uint64(i) || !bytes.Equal(d.Data, bytes.Repeat([]byte{byte(i)}, n)) {
+			t.Fatalf("frame %d of %d bytes came back as %T %+v", i, n, m, m)
+		}
+	}
+}

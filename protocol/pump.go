@@ -32,6 +32,7 @@ type Pump struct {
 	f      *Framer
 	handle func([]byte) bool
 	end    func(error)
+	wire   bool // StartWirePump: handle gets whole frames
 	state  atomic.Uint32
 }
 
@@ -52,12 +53,22 @@ const (
 // outside, cancel the stream's reading (s.CancelRead) or close its
 // connection: the pump wakes, the read fails, end is called.
 func StartPump(s *quic.Stream, f *Framer, handle func([]byte) bool, end func(error)) *Pump {
-	if _, buffered := f.r.(*bufio.Reader); buffered {
+	return startPump(&Pump{s: s, f: f, handle: handle, end: end})
+}
+
+// StartWirePump is StartPump whose handle gets each whole frame, its
+// length then its body (Framer.ReadWire), instead of the body alone.
+func StartWirePump(s *quic.Stream, f *Framer, handle func(wire []byte) bool, end func(error)) *Pump {
+	return startPump(&Pump{s: s, f: f, handle: handle, end: end, wire: true})
+}
+
+func startPump(p *Pump) *Pump {
+	if _, buffered := p.f.r.(*bufio.Reader); buffered {
 		// Readable looks at the stream: a frame in f's buffer would
 		// wait there for the next one.
 		panic("protocol.StartPump: the Framer has a read buffer (use NewStreamFramer)")
 	}
-	p := &Pump{s: s, f: f, handle: handle, end: end}
+	s := p.s
 	s.OnReadable(p.wake)
 	p.wake() // what arrived before
 	return p
@@ -139,7 +150,13 @@ func pumpWorker(p *Pump) {
 func (p *Pump) run() {
 	for {
 		for p.s.Readable() {
-			b, err := p.f.ReadFrame()
+			var b []byte
+			var err error
+			if p.wire {
+				b, err = p.f.ReadWire()
+			} else {
+				b, err = p.f.ReadFrame()
+			}
 			if err != nil {
 				p.stop(err)
 				return

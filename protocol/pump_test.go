@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -227,5 +228,39 @@ func TestPumpWorkersReused(t *testing.T) {
 	}
 	if n := pumpWorkersStarted.Load() - started; n > 3 {
 		t.Errorf("%d workers started for %d pumps woken one after another, want the same one or two", n, streams)
+	}
+}
+
+// TestWirePump: StartWirePump hands each whole frame, length first, as
+// AppendFrame makes it, in order, small and past one read chunk.
+func TestWirePump(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client, server := pumpPair(t, ctx, 1)
+	// pumpPair's "open 0" first.
+	bodies := [][]byte{[]byte("open 0"), []byte("a"), bytes.Repeat([]byte("b"), frameChunk+100), []byte("return")}
+	got := make(chan []byte, len(bodies))
+	ended := make(chan error, 1)
+	StartWirePump(server[0], NewStreamFramer(server[0], 0), func(wire []byte) bool {
+		got <- wire
+		return true
+	}, func(err error) { ended <- err })
+	w := NewStreamFramer(client[0], 0)
+	for _, b := range bodies[1:] {
+		if err := w.WriteFrame(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, b := range bodies {
+		select {
+		case wire := <-got:
+			if !bytes.Equal(wire, AppendFrame(nil, b)) {
+				t.Fatalf("frame %d: %d bytes, want the %d of AppendFrame", i, len(wire), 4+len(b))
+			}
+		case err := <-ended:
+			t.Fatalf("pump ended before frame %d: %v", i, err)
+		case <-ctx.Done():
+			t.Fatalf("frame %d never came", i)
+		}
 	}
 }

@@ -77,10 +77,12 @@ func (b *ReturnBody) Map() map[string]any {
 	if args == nil {
 		args = []any{}
 	}
-	m := map[string]any{
-		"id": b.ID, "jid": b.JID, "fun": b.Fun, "fun_args": args,
-		"return": b.Return, "retcode": b.Retcode, "success": b.Success, "_stamp": b.Stamp,
-	}
+	// Room for the master's "cmd" and a schedule's name too: a map
+	// literal of these eight is made for eight, and the master's ninth
+	// key (announceReturn) grew it again, for every return.
+	m := make(map[string]any, 10)
+	m["id"], m["jid"], m["fun"], m["fun_args"] = b.ID, b.JID, b.Fun, args
+	m["return"], m["retcode"], m["success"], m["_stamp"] = b.Return, b.Retcode, b.Success, b.Stamp
 	if b.Schedule != "" {
 		m["schedule"] = b.Schedule
 	}

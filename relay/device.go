@@ -405,7 +405,7 @@ func (r *Relay) serveDevice(ctx context.Context, conn *quic.Conn) {
 	// over.
 	reading = true
 	r.wg.Add(1)
-	protocol.StartPump(stream, f, func(b []byte) bool { return r.deviceFrame(d, b) }, func(err error) {
+	protocol.StartWirePump(stream, f, func(wire []byte) bool { return r.deviceFrame(d, wire) }, func(err error) {
 		defer r.wg.Done()
 		defer gone()
 		if err != nil {
@@ -465,7 +465,8 @@ func (r *Relay) dropDevice(d *device, k protocol.Kind, why string) {
 // it for each, in order). It reports false when the device is to be read
 // no more: it sent what it may not (dropped), went away while throttled,
 // or said it ends.
-func (r *Relay) deviceFrame(d *device, b []byte) bool {
+func (r *Relay) deviceFrame(d *device, wire []byte) bool {
+	b := wire[4:] // the frame's body; wire is the whole frame, forwarded as it came
 	drop := func(k protocol.Kind, why string) bool {
 		r.dropDevice(d, k, why)
 		return false
@@ -498,7 +499,6 @@ func (r *Relay) deviceFrame(d *device, b []byte) bool {
 		if !r.throttle(d) {
 			return false
 		}
-		wire := protocol.AppendFrame(nil, b)
 		if r.tamper != nil {
 			wire = r.tamper(msg.Type(), wire)
 		}
@@ -509,7 +509,7 @@ func (r *Relay) deviceFrame(d *device, b []byte) bool {
 		up := d.up
 		d.mu.Unlock()
 		if up != nil {
-			up.send(protocol.AppendFrame(nil, b))
+			up.send(wire)
 		}
 	case *protocol.MineGet, *protocol.StateGet, *protocol.PillarGet, *protocol.FileQuery:
 		// Requests the master answers for the device's own session
@@ -524,7 +524,7 @@ func (r *Relay) deviceFrame(d *device, b []byte) bool {
 		up := d.up
 		d.mu.Unlock()
 		if up != nil {
-			up.send(protocol.AppendFrame(nil, b))
+			up.send(wire)
 		} else {
 			r.noUpstream(d, msg)
 		}
