@@ -111,6 +111,9 @@ type simAgent struct {
 	tickets *protocol.SessionCache
 	fr      atomic.Pointer[protocol.Framer] // the current session's, for Fetch
 	blobs   blobWaits                       // blobs.go
+	// gotJob and sentRet: when its last job arrived and its return was
+	// written (unix ns), for -phases' account of a round's slowest devices.
+	gotJob, sentRet atomic.Int64
 }
 
 // Start connects opts.N agents to the master at addr and keeps them
@@ -263,6 +266,13 @@ func (f *Fleet) IDs() []string {
 		out[i] = a.id
 	}
 	return out
+}
+
+// Timing is when agent i last got a frame and last wrote a return (unix
+// ns, 0: never).
+func (f *Fleet) Timing(i int) (gotJob, sentRet int64) {
+	a := f.agents[i]
+	return a.gotJob.Load(), a.sentRet.Load()
 }
 
 // WaitConnected waits until n agents are connected or ctx ends.
@@ -498,6 +508,7 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 		if err != nil {
 			return sessionEnded{err}
 		}
+		a.gotJob.Store(time.Now().UnixNano())
 		// A job every device gets is the same frame: decoded and
 		// verified once (openJob), as N devices would on N CPUs.
 		body := f.seenJob(frame, masterPub)
@@ -549,6 +560,7 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 		if err := fr.Write(signed); err != nil {
 			return err
 		}
+		a.sentRet.Store(time.Now().UnixNano())
 		f.jobs.Add(1)
 	}
 }

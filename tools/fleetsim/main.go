@@ -77,6 +77,7 @@ func main() {
 	ramp := flag.Int("ramp", 0, "with -relays: devices started per second at first (0: all at once)")
 	child := flag.Bool("relay-child", false, "internal: run relays for the parent fleetsim")
 	masterChildFlag := flag.Bool("master-child", false, "internal: run the master for the parent fleetsim")
+	apiChildFlag := flag.Bool("api-child", false, "internal: run the parent fleetsim's rounds of test.ping on the local API socket -root")
 	master := flag.String("master", "", "internal: -relay-child's master address")
 	per := flag.Int("per", 0, "internal: -relay-child's devices per relay")
 	admit := flag.Int("admit", 0, "with -relays: each relay's admit rate, devices a second (0: the relays' share of what this machine's cores handshake, about 1500 a second over all)")
@@ -109,6 +110,16 @@ func main() {
 	if *writeStates != "" {
 		if err := writeStateRoots(*writeStates, *stateFiles); err != nil {
 			fmt.Fprintln(os.Stderr, "fleetsim:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *apiChildFlag || *masterChildFlag || *child {
+		serveGCStats()
+	}
+	if *apiChildFlag {
+		if err := runAPIChild(*root); err != nil {
+			fmt.Fprintln(os.Stderr, "fleetsim api client:", err)
 			os.Exit(1)
 		}
 		return
@@ -283,37 +294,65 @@ func pingAll(ctx context.Context, sock string, n int) (time.Duration, error) {
 // ping is pingAll for the minions tgt matches (behind relays: "sim-*", the
 // devices, since the simulated relays run no agent of their own).
 func ping(ctx context.Context, sock, tgt string, n int) (time.Duration, error) {
+	d, _, err := pingTail(ctx, sock, tgt, n)
+	return d, err
+}
+
+// pingTail is ping that also returns, with -phases, the last 1 % of the
+// returns: which devices, and when they came.
+func pingTail(ctx context.Context, sock, tgt string, n int) (time.Duration, []late, error) {
 	start := time.Now()
 	c, err := api.Dial(ctx, sock, &api.Request{Op: api.OpPublish, Tgt: tgt, Fun: "test.ping", Timeout: 60})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer c.Close()
 	got := 0
+	var tail []late
 	for {
 		r, err := c.Next()
 		if err != nil {
-			return 0, err
+			return 0, tail, err
 		}
 		switch r.Kind {
 		case api.KindError:
-			return 0, errors.New(r.Error)
+			return 0, tail, errors.New(r.Error)
 		case api.KindJob:
 			if *phases {
 				fmt.Fprintf(os.Stderr, "published after %s\n", time.Since(start))
 			}
 		case api.KindReturn:
 			got++
-			if *phases && (got == 1 || got == n/2 || got == n*9/10 || got == n) {
+			if *phases && (got == 1 || got == n/2 || got == n*9/10 || got == n*99/100 || got == n*999/1000 || got == n) {
 				fmt.Fprintf(os.Stderr, "return %d after %s\n", got, time.Since(start))
+			}
+			if *phases && got > n*99/100 {
+				id, _ := r.Data["id"].(string)
+				tail = append(tail, late{id, time.Since(start)})
 			}
 		}
 		if r.Done {
 			if got != n || len(r.Missing) > 0 {
-				return 0, &incomplete{got: got, n: n}
+				return 0, tail, &incomplete{got: got, n: n}
 			}
-			return time.Since(start), nil
+			return time.Since(start), tail, nil
 		}
+	}
+}
+
+// printLate prints, for the last few of a round's returns (-phases), when
+// the device had the job and wrote its return, and when the API client
+// had it: where the slowest devices' time went (the job's way down, the
+// device, or the return's way up). start is when the round began.
+func printLate(f *fleet.Fleet, tail []late, start time.Time) {
+	for _, t := range tail[max(0, len(tail)-5):] {
+		var i int
+		if _, err := fmt.Sscanf(strings.TrimPrefix(t.ID, "sim-"), "%d", &i); err != nil || i < 0 || i >= len(f.IDs()) {
+			continue
+		}
+		g, s := f.Timing(i)
+		fmt.Fprintf(os.Stderr, "  late %s: job at device %s, return written %s, at the API %s\n", t.ID,
+			time.Duration(g-start.UnixNano()), time.Duration(s-start.UnixNano()), t.At)
 	}
 }
 

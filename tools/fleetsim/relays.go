@@ -70,6 +70,12 @@ type relayReport struct {
 	SimCPUUSPerRound float64 `json:"sim_cpu_us_per_device_round"`
 	MasterCPUMS      float64 `json:"master_cpu_ms_per_round"`
 	RelayCPUMS       float64 `json:"relays_cpu_ms_per_round"`
+	// The API client's process (apichild.go; 0 with FLEETSIM_API_INPROC=1,
+	// when SimCPUMS holds it).
+	ClientCPUMS float64 `json:"api_client_cpu_ms_per_round"`
+	// GC: what each process (sim, relays, master, api_client) allocated
+	// and collected per round (gcstats.go).
+	GC map[string]gcDelta `json:"gc,omitempty"`
 	// CPU time per device brought back by the storm (-storm): this
 	// process and the master's from the relays' restart until every
 	// device is back, the new relays' process from its start.
@@ -110,6 +116,8 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	// machine: inside this one it would be one goroutine among the
 	// simulated devices' tens of thousands and starve when they all
 	// reconnect at once.
+	os.Setenv(statsDirEnv, root) // the children's gcstats (gcstats.go)
+	defer os.Unsetenv(statsDirEnv)
 	m, err := startMasterChild(root, "")
 	if err != nil {
 		return err
@@ -138,6 +146,36 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		return err
 	}
 	defer f.Close()
+	// Each round is asked of the API client's process (apichild.go),
+	// unless FLEETSIM_API_INPROC=1.
+	var client *apiChild
+	if os.Getenv("FLEETSIM_API_INPROC") != "1" {
+		if client, err = startAPIChild(m.Socket); err != nil {
+			return err
+		}
+		defer func() { client.stop() }()
+	}
+	pingRound := func(ctx context.Context) (time.Duration, error) {
+		start := time.Now()
+		var d time.Duration
+		var tail []late
+		var err error
+		if client != nil {
+			d, tail, err = client.ping(ctx, "sim-*", n)
+		} else {
+			d, tail, err = pingTail(ctx, m.Socket, "sim-*", n)
+		}
+		if *phases && len(tail) > 0 {
+			printLate(f, tail, start)
+		}
+		return d, err
+	}
+	clientCPU := func() time.Duration {
+		if client == nil {
+			return 0
+		}
+		return cpuTime(client.pid())
+	}
 	ctx := context.Background()
 	var until time.Time // -deadline
 	if *deadline > 0 {
@@ -195,6 +233,19 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	var inOrder []float64
 	failed := 0
 	simCPU0, relayCPU0, masterCPU0 = cpuTime(os.Getpid()), cpuTime(child.Process.Pid), cpuTime(m.cmd.Process.Pid)
+	clientCPU0 := clientCPU()
+	procs := map[string]int{"relays": child.Process.Pid, "master": m.cmd.Process.Pid}
+	if client != nil {
+		procs["api_client"] = client.pid()
+	}
+	gcBefore := map[string]gcStats{"sim": readGCStats()}
+	for name, pid := range procs {
+		if s, err := askGCStats(root, pid); err == nil {
+			gcBefore[name] = s
+		} else {
+			fmt.Fprintf(os.Stderr, "fleetsim: %s: %v\n", name, err)
+		}
+	}
 	udp0 := udpSent()
 	f.Census() // from the rounds on
 	cut := ""  // why rounds or the storm were left out
@@ -203,7 +254,7 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 			cut = fmt.Sprintf("-deadline passed after %d of %d rounds", i, warmup+rounds)
 			break
 		}
-		d, err := ping(sigctx, m.Socket, "sim-*", n)
+		d, err := pingRound(sigctx)
 		if sigctx.Err() != nil {
 			cut = fmt.Sprintf("a signal after %d of %d rounds", i, warmup+rounds)
 			break
@@ -233,15 +284,27 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		}
 		return failedRun("rounds", n, r, f.Connected(), err, f, asJSON)
 	}
-	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	all := float64(warmup + rounds)
+	gcRounds := map[string]gcDelta{}
+	for name, b := range gcBefore {
+		a, err := readGCStats(), error(nil)
+		if name != "sim" {
+			a, err = askGCStats(root, procs[name])
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "fleetsim: %s: %v\n", name, err)
+			continue
+		}
+		gcRounds[name] = b.per(a, all)
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	udpPerDevice := float64(udpSent()-udp0) / all / float64(n)
 	if c := f.Census(); c != "" {
 		fmt.Fprintf(os.Stderr, "fleetsim: the devices' 1-RTT packets over %d rounds, by frames:\n%s", warmup+rounds, c)
 	}
 	simCPU, relayCPU := cpuTime(os.Getpid())-simCPU0, cpuTime(child.Process.Pid)-relayCPU0
 	masterCPU := cpuTime(m.cmd.Process.Pid) - masterCPU0
-	rep := relayReport{Connected: atConnect, SimCPUMS: ms(simCPU) / all, SimCPUUSPerRound: ms(simCPU) * 1000 / all / float64(n),
+	rep := relayReport{ClientCPUMS: ms(clientCPU()-clientCPU0) / all, GC: gcRounds, Connected: atConnect, SimCPUMS: ms(simCPU) / all, SimCPUUSPerRound: ms(simCPU) * 1000 / all / float64(n),
 		SimRSSMiB: float64(srss1) / 1024, SimKiBPerDevice: float64(srss1-srss0) / float64(n), SimGoroutines: sgor, RelayCPUMS: ms(relayCPU) / all,
 		MasterRSSMiB: float64(mrss1) / 1024, MasterKiBPerDevice: float64(mrss1-mrss0) / float64(n),
 		MasterKiBPerRelay: float64(mrss1-mrss0) / float64(r),
@@ -283,7 +346,7 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 		rep.StormSimCPUMS = ms(cpuTime(os.Getpid())-simCPU0) / float64(n)
 		rep.StormMasterCPUMS = ms(cpuTime(m.cmd.Process.Pid)-masterCPU0) / float64(n)
 		rep.StormRelayCPUMS = ms(cpuTime(child.Process.Pid)) / float64(n)
-		d, err := ping(sigctx, m.Socket, "sim-*", n)
+		d, err := pingRound(sigctx)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "fleetsim: ping after the storm: %v\n", err)
 		}
