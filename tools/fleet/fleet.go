@@ -33,6 +33,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -532,6 +533,15 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 				return err
 			}
 		}
+		if _, ok := body.Kwarg[protocol.KwargSealed]; ok {
+			// A sealed state job (capability 13): opened with the
+			// device's key, as the agent's openSealed does
+			// (agent/pillar.go), into a copy (body may be shared).
+			if body, err = openSealed(a, body); err != nil {
+				f.noteErr(err)
+				continue
+			}
+		}
 		if f.opts.Firmware && body.Fun == "firmware.update" {
 			go f.firmware(ctx, a, body, fr, macKey)
 			continue
@@ -563,6 +573,33 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 		a.sentRet.Store(time.Now().UnixNano())
 		f.jobs.Add(1)
 	}
+}
+
+// openSealed returns a copy of b with its sealed kwargs opened with a's
+// key: the "__" kwargs sealed in it in place of __sealed__ and __keys__.
+func openSealed(a *simAgent, b *protocol.JobBody) (*protocol.JobBody, error) {
+	sealed, ok1 := b.Kwarg[protocol.KwargSealed].([]byte)
+	keys, ok2 := b.Kwarg[protocol.KwargKeys].(map[string]any)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("job %s: malformed sealed kwargs", b.JID)
+	}
+	plain, err := a.ident.OpenKwargs(a.id, b.JID, sealed, keys)
+	if err != nil {
+		return nil, fmt.Errorf("job %s: %w", b.JID, err)
+	}
+	c := *b
+	c.Kwarg = make(map[string]any, len(b.Kwarg))
+	for k, v := range b.Kwarg {
+		if k != protocol.KwargSealed && k != protocol.KwargKeys {
+			c.Kwarg[k] = v
+		}
+	}
+	for k, v := range plain {
+		if strings.HasPrefix(k, "__") {
+			c.Kwarg[k] = v
+		}
+	}
+	return &c, nil
 }
 
 // exec runs a job with Options.Exec and writes its return as the agent's
