@@ -270,10 +270,13 @@ func (f *Fleet) IDs() []string {
 }
 
 // Timing is when agent i last got a frame and last wrote a return (unix
-// ns, 0: never).
-func (f *Fleet) Timing(i int) (gotJob, sentRet int64) {
+// ns, 0: never); ok is false if there is no agent i.
+func (f *Fleet) Timing(i int) (gotJob, sentRet int64, ok bool) {
+	if i < 0 || i >= len(f.agents) {
+		return 0, 0, false
+	}
 	a := f.agents[i]
-	return a.gotJob.Load(), a.sentRet.Load()
+	return a.gotJob.Load(), a.sentRet.Load(), true
 }
 
 // WaitConnected waits until n agents are connected or ctx ends.

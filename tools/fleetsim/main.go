@@ -347,10 +347,13 @@ func pingTail(ctx context.Context, sock, tgt string, n int) (time.Duration, []la
 func printLate(f *fleet.Fleet, tail []late, start time.Time) {
 	for _, t := range tail[max(0, len(tail)-5):] {
 		var i int
-		if _, err := fmt.Sscanf(strings.TrimPrefix(t.ID, "sim-"), "%d", &i); err != nil || i < 0 || i >= len(f.IDs()) {
+		if _, err := fmt.Sscanf(strings.TrimPrefix(t.ID, "sim-"), "%d", &i); err != nil {
 			continue
 		}
-		g, s := f.Timing(i)
+		g, s, ok := f.Timing(i)
+		if !ok {
+			continue
+		}
 		fmt.Fprintf(os.Stderr, "  late %s: job at device %s, return written %s, at the API %s\n", t.ID,
 			time.Duration(g-start.UnixNano()), time.Duration(s-start.UnixNano()), t.At)
 	}
