@@ -2,6 +2,7 @@ package jobcache
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -112,4 +113,57 @@ func BenchmarkSaveReturnsNew(b *testing.B) {
 			b.ReportMetric(float64(b.N*size)/time.Since(start).Seconds(), "returns/s")
 		})
 	}
+}
+
+// BenchmarkFleetRounds is the master's job cache in fleetsim's rounds: jobs
+// of 10,000 returns each, arriving in no order of id (devices answer when
+// they answer) in batches of 20 from 10 callers at once (ten relays' batches).
+// Each b.N is one return.
+func BenchmarkFleetRounds(b *testing.B) {
+	const devices, batch, callers = 10000, 20, 10
+	c := openCache(b, filepath.Join(b.TempDir(), "jobs.db"))
+	defer c.Close()
+	ids := make([]string, devices)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("cam-%05d.site%02d", i, i%50)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.ReportAllocs()
+	start := time.Now()
+	b.ResetTimer()
+	for done, t := 0, time.Now(); done < b.N; t = t.Add(time.Second) {
+		jid := JIDAt(t)
+		rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+		n := min(devices, b.N-done)
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range callers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rs := make([]*protocol.ReturnBody, 0, batch)
+				for {
+					from := int(next.Add(batch)) - batch
+					if from >= n {
+						return
+					}
+					rs = rs[:0]
+					for _, id := range ids[from:min(from+batch, n)] {
+						rs = append(rs, newReturn(jid, id))
+					}
+					_, errs := c.SaveReturnsNew(rs, nil)
+					for _, err := range errs {
+						if err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		done += n
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "returns/s")
 }

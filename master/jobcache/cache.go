@@ -2,6 +2,7 @@ package jobcache
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -27,10 +28,15 @@ var ErrBadReturn = errors.New("malformed return")
 var (
 	bucketLoads   = []byte("loads")
 	bucketReturns = []byte("returns")
+	bucketStaged  = []byte("staged")
 )
 
 // maxGroup is the most returns and loads one commit carries.
 const maxGroup = 4096
+
+// foldAt is how many staged returns make the committer fold them into the
+// returns bucket (see fold).
+const foldAt = 8192
 
 // purgeChunk is the most keys one CleanOld transaction deletes, so a large
 // purge does not hold the writer for long or build one huge transaction.
@@ -62,6 +68,13 @@ type Cache struct {
 	busy  bool // a caller is committing a group
 
 	beforeCommit func(n int) // test hook: called before a group of n is committed
+
+	// smu guards the staged returns' index. Only write transactions
+	// change it, and bbolt runs one at a time.
+	smu      sync.Mutex
+	staged   map[string]struct{} // keys (jid/id) of the returns in bucket staged
+	seq      uint64              // the last staged record's key
+	foldNext int                 // fold once this many are staged
 
 	badMu sync.Mutex
 	bad   map[string]bool // records found unreadable, logged once each
@@ -109,23 +122,30 @@ func Open(path string, log *zap.Logger) (*Cache, error) {
 		db.Close()
 		return nil, err
 	}
+	c := &Cache{db: db, log: log.Named("jobcache"), staged: map[string]struct{}{}, foldNext: foldAt}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketLoads, bucketReturns} {
+		for _, b := range [][]byte{bucketLoads, bucketReturns, bucketStaged} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
-		return nil
+		return c.loadStaged(tx)
 	})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open job cache %s: %w", path, err)
 	}
-	return &Cache{db: db, log: log.Named("jobcache")}, nil
+	return c, nil
 }
 
-// Close closes the file, after any commit in progress.
+// Close folds the staged returns (so that the file is as an older Halite
+// reads it) and closes the file, after any commit in progress.
 func (c *Cache) Close() error {
+	if c.stagedCount() > 0 {
+		if err := c.fold(); err != nil {
+			c.log.Warn("job cache: could not fold the staged returns before closing; they stay staged", zap.Error(err))
+		}
+	}
 	if err := c.db.Close(); err != nil {
 		return fmt.Errorf("close job cache: %w", err)
 	}
@@ -305,6 +325,7 @@ func (c *Cache) await(n int, done chan groupResult, lead bool) {
 		c.gmu.Unlock()
 
 		c.commitGroup(group)
+		c.maybeFold()
 
 		c.gmu.Lock()
 		if len(c.queue) > 0 {
@@ -333,14 +354,28 @@ func wrapReturnErr(r *protocol.ReturnBody, err error) error {
 // commitGroup writes the group in one transaction and tells each member the
 // outcome. If the transaction fails, each member is retried alone, so one bad
 // return does not fail the others.
+//
+// The group's new returns are staged: one record in bucket staged (see
+// staged.go), appended at the end. Returns arrive in no order of agent id,
+// so putting them in bucket returns (keyed jid/id) one group at a time
+// rewrote most of a job's leaf pages at every commit.
 func (c *Cache) commitGroup(group []*pendingReturn) {
 	put := func(ps []*pendingReturn) error {
-		return c.db.Update(func(tx *bolt.Tx) error {
-			b, loads := tx.Bucket(bucketReturns), tx.Bucket(bucketLoads)
+		c.smu.Lock()
+		defer c.smu.Unlock()
+		var added []string
+		err := c.db.Update(func(tx *bolt.Tx) error {
+			b, loads, staged := tx.Bucket(bucketReturns), tx.Bucket(bucketLoads), tx.Bucket(bucketStaged)
+			staged.FillPercent = 1 // appended to only: fill each page
+			added = added[:0]
+			size := 0
 			for _, p := range ps {
 				// A group retried member by member starts over.
 				p.isNew = false
+				size += 2*binary.MaxVarintLen64 + len(p.key) + len(p.val)
 			}
+			held := b.Cursor()
+			buf := make([]byte, 0, size) // the group's one staged record
 			for _, p := range ps {
 				if p.load {
 					if err := loads.Put(p.key, p.val); err != nil {
@@ -349,16 +384,30 @@ func (c *Cache) commitGroup(group []*pendingReturn) {
 					p.isNew = true
 					continue
 				}
-				if b.Get(p.key) != nil {
+				if _, ok := c.staged[string(p.key)]; ok || has(held, p.key) {
 					continue
 				}
-				if err := b.Put(p.key, p.val); err != nil {
-					return err
-				}
+				buf = appendStaged(buf, p.key, p.val)
+				k := string(p.key)
+				c.staged[k] = struct{}{}
+				added = append(added, k)
 				p.isNew = true
 			}
+			if len(buf) == 0 {
+				return nil
+			}
+			if err := staged.Put(binary.BigEndian.AppendUint64(nil, c.seq+1), buf); err != nil {
+				return err
+			}
+			c.seq++
 			return nil
 		})
+		if err != nil {
+			for _, k := range added {
+				delete(c.staged, k)
+			}
+		}
+		return err
 	}
 	if c.beforeCommit != nil {
 		c.beforeCommit(len(group))
@@ -451,6 +500,7 @@ func (c *Cache) GetReturns(jid string) (map[string]*protocol.ReturnBody, error) 
 			}
 			out[string(k[len(prefix):])] = r
 		}
+		c.stagedReturns(tx, prefix, out)
 		return nil
 	})
 	if err != nil {
@@ -528,6 +578,9 @@ func (c *Cache) CleanOld(keepJobs time.Duration, now time.Time) (int, error) {
 				break
 			}
 		}
+	}
+	if err := c.purgeStaged(cutoff, purged); err != nil {
+		return len(purged), fmt.Errorf("clean job cache: %w", err)
 	}
 	if len(purged) > 0 {
 		c.log.Info("purged old jobs", zap.Int("jobs", len(purged)), zap.String("before", string(cutoff)))

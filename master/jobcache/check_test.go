@@ -134,6 +134,9 @@ func TestUnreadableRecordSkipped(t *testing.T) {
 			}
 		}
 	}
+	if err := c.fold(); err != nil { // the returns into their bucket, to damage one there
+		t.Fatal(err)
+	}
 	err = c.db.Update(func(tx *bolt.Tx) error {
 		if err := tx.Bucket(bucketLoads).Put([]byte(jids[1]), []byte{0xff, 0x00, 0x13}); err != nil {
 			return err

@@ -5,11 +5,16 @@
 // under master/: the publisher calls SaveLoad, the return path SaveReturn,
 // the runners the getters, and a timer in the master CleanOld.
 //
-// The store is one go.etcd.io/bbolt file (e.g. cachedir/jobs.db) with two
+// The store is one go.etcd.io/bbolt file (e.g. cachedir/jobs.db) with three
 // buckets:
 //
 //	loads    jid               -> Load, CBOR (protocol.Marshal)
 //	returns  jid + "/" + id    -> protocol.ReturnBody, CBOR
+//	staged   sequence number   -> returns committed together, not yet in returns
+//
+// A commit appends its returns to bucket staged as one record, and every
+// 8,192 returns they move to bucket returns in key order in one
+// transaction (staged.go says why; the readers read both buckets).
 //
 // Job ids are Salt's 20-digit UTC timestamps (%Y%m%d%H%M%S%f), so the byte
 // order of the keys is time order: the returns of a job are one prefix scan,
