@@ -1,6 +1,12 @@
 package protocol
 
-import "testing"
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	mathrand "math/rand/v2"
+	"testing"
+)
 
 // TestSignatureDomains checks that a signature made for one kind of body
 // never verifies as another: a valid body of each kind is signed under each
@@ -106,5 +112,43 @@ func TestMadeBy(t *testing.T) {
 		if got := MadeBy(tc.body, tc.id); got != tc.want {
 			t.Errorf("%s: MadeBy(%q): got %v, want %v", tc.name, tc.id, got, tc.want)
 		}
+	}
+}
+
+// TestMACTagIsHMAC: macTag is crypto/hmac's HMAC-SHA256 of domain and body
+// for every key and body length around the block size, a body larger than
+// the pooled buffer included.
+func TestMACTagIsHMAC(t *testing.T) {
+	rng := mathrand.New(mathrand.NewPCG(3, 4))
+	bytesN := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	for _, keyLen := range []int{0, 1, 32, 63, 64, 65, 200} {
+		key := bytesN(keyLen)
+		for _, bodyLen := range []int{0, 1, 55, 56, 63, 64, 119, 150, 1000, maxPooledMACBuf + 10} {
+			body := bytesN(bodyLen)
+			h := hmac.New(sha256.New, key)
+			h.Write([]byte(domainReturn))
+			h.Write(body)
+			if want, got := h.Sum(nil), macTag(key, domainReturn, body); !bytes.Equal(got, want) {
+				t.Errorf("key %d bytes, body %d bytes: macTag %x, HMAC %x", keyLen, bodyLen, got, want)
+			}
+		}
+	}
+}
+
+// TestMACTagAllocs: a session key's tag allocates only the tag itself.
+func TestMACTagAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items under -race")
+	}
+	key, body := bytes.Repeat([]byte{7}, MACKeySize), bytes.Repeat([]byte{9}, 180)
+	macTag(key, domainReturn, body)
+	if n := testing.AllocsPerRun(100, func() { macTag(key, domainReturn, body) }); n > 1 {
+		t.Errorf("macTag allocates %v times, want 1 (the tag)", n)
 	}
 }
