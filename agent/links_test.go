@@ -365,3 +365,40 @@ func TestFailoverEvents(t *testing.T) {
 	next("__master_failback", addr1)
 	next("__master_connected", addr1)
 }
+
+// TestAuthTimeout: auth_timeout (Salt's: the time each try to reach a
+// master may wait for an answer, salt/config/__init__.py: 5 s; Salt's doc
+// doc/ref/configuration/minion.rst) is how long a try to a master that
+// never answers lasts before it is given up: about auth_timeout, not the
+// 5 s default, and a larger one is waited out.
+func TestAuthTimeout(t *testing.T) {
+	silent, err := net.ListenPacket("udp", "127.0.0.1:0") // reads nothing, answers nothing
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	for _, tc := range []struct {
+		secs     int
+		min, max time.Duration
+	}{
+		{1, 900 * time.Millisecond, 4 * time.Second},
+		{7, 6900 * time.Millisecond, 12 * time.Second},
+	} {
+		a := newTestAgent(t, fmt.Sprintf("auth%d", tc.secs), nil, func(c *config.Agent) {
+			c.Master = []string{silent.LocalAddr().String()}
+			c.AuthTimeout = tc.secs
+		})
+		if got := a.quicConfig().HandshakeIdleTimeout; got != time.Duration(tc.secs)*time.Second {
+			t.Errorf("auth_timeout %d: QUIC handshake idle timeout %v", tc.secs, got)
+		}
+		start := time.Now()
+		_, err := a.dial(context.Background(), a.links[0], 0)
+		took := time.Since(start)
+		if err == nil || took < tc.min || took > tc.max {
+			t.Errorf("auth_timeout %d: a silent master's try ended after %v with %v; want an error after %v to %v", tc.secs, took, err, tc.min, tc.max)
+		}
+		for _, o := range a.outs {
+			o.spool.close()
+		}
+	}
+}

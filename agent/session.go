@@ -17,7 +17,25 @@ import (
 	"github.com/halite-fleet/halite/targets"
 )
 
+// handshakeTimeout is the least time a try to reach a master has for its
+// handshake (QUIC and TLS, then the Hello and the key status).
 const handshakeTimeout = 10 * time.Second
+
+// tryTimeout is the time a try to reach a master has for its handshake:
+// twice auth_timeout, the time it may go unanswered, and at least
+// handshakeTimeout.
+func (a *Agent) tryTimeout() time.Duration {
+	return max(handshakeTimeout, 2*a.authTimeout())
+}
+
+// authTimeout is Salt's auth_timeout, the time one try may go unanswered
+// (salt/config/__init__.py: 5 s): QUIC's handshake idle timeout.
+func (a *Agent) authTimeout() time.Duration {
+	if a.cfg.AuthTimeout <= 0 {
+		return 5 * time.Second
+	}
+	return time.Duration(a.cfg.AuthTimeout) * time.Second
+}
 
 // masterConn is a connection to a master whose handshake is done: the
 // master accepted this agent's key.
@@ -37,6 +55,7 @@ type masterConn struct {
 // is only the backstop.
 func (a *Agent) quicConfig() *quic.Config {
 	qc := protocol.AgentQUICConfig()
+	qc.HandshakeIdleTimeout = a.authTimeout()
 	if d := 2 * a.aliveInterval(); d > 0 && d < qc.MaxIdleTimeout {
 		qc.MaxIdleTimeout = d
 		qc.KeepAlivePeriod = d / 2
@@ -62,7 +81,7 @@ func (a *Agent) dial(ctx context.Context, l *link, hold time.Duration) (*masterC
 		}
 		return err
 	}
-	dctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	dctx, cancel := context.WithTimeout(ctx, a.tryTimeout())
 	tc := a.id.ClientTLS(pin)
 	tc.ClientSessionCache = &l.tickets
 	conn, err := quic.DialAddr(dctx, addr, tc, a.quicConfig())
@@ -79,7 +98,7 @@ func (a *Agent) dial(ctx context.Context, l *link, hold time.Duration) (*masterC
 			conn.CloseWithError(0, "")
 		}
 	}()
-	sctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	sctx, cancel := context.WithTimeout(ctx, a.tryTimeout())
 	stream, err := conn.OpenStreamSync(sctx)
 	cancel()
 	if err != nil {
@@ -100,7 +119,7 @@ func (a *Agent) dial(ctx context.Context, l *link, hold time.Duration) (*masterC
 	if err := f.WriteFrame(hb); err != nil {
 		return nil, fmt.Errorf("send hello: %w", err)
 	}
-	stream.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	stream.SetReadDeadline(time.Now().Add(a.tryTimeout()))
 	msg, err := f.Read()
 	stream.SetReadDeadline(time.Time{})
 	if err != nil {

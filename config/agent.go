@@ -30,6 +30,7 @@ type Agent struct {
 	RetryDNS               int      `yaml:"retry_dns"`
 	AcceptanceWaitTime     int      `yaml:"acceptance_wait_time"`
 	AcceptanceWaitTimeMax  int      `yaml:"acceptance_wait_time_max"`
+	AuthTimeout            int      `yaml:"auth_timeout"`
 
 	PkiDir   string `yaml:"pki_dir"`
 	CacheDir string `yaml:"cachedir"`
@@ -122,6 +123,7 @@ func DefaultAgent() *Agent {
 		RandomReauthDelay:  10,
 		RetryDNS:           30,
 		AcceptanceWaitTime: 10,
+		AuthTimeout:        5,
 		PkiDir:             "/etc/halite/pki/agent",
 		CacheDir:           "/var/cache/halite/agent",
 		SockDir:            "/var/run/halite/agent",
@@ -171,6 +173,7 @@ func agentOptions() map[string]*option[Agent] {
 		optCount("retry_dns", func(a *A) *int { return &a.RetryDNS }, "seconds between retries of a master name that does not resolve"),
 		optCount("acceptance_wait_time", func(a *A) *int { return &a.AcceptanceWaitTime }, "seconds between tries while the key is not accepted"),
 		optCount("acceptance_wait_time_max", func(a *A) *int { return &a.AcceptanceWaitTimeMax }, "upper bound of the growing acceptance wait; 0: no growth"),
+		optRange("auth_timeout", 1, 3600, func(a *A) *int { return &a.AuthTimeout }, "seconds one try to reach a master or relay may go unanswered before it is given up and tried again (the QUIC handshake's idle timeout); the whole handshake gets twice that, at least 10 s. Raise it for devices behind a relay that may restart with thousands of them (a reconnect storm)"),
 		optStr("pki_dir", func(a *A) *string { return &a.PkiDir }, "the agent's key and the pinned master keys"),
 		optStr("cachedir", func(a *A) *string { return &a.CacheDir }, "spool, job log, relay spool"),
 		optStr("sock_dir", func(a *A) *string { return &a.SockDir }, "directory of the local socket (halite-call)"),
@@ -380,7 +383,7 @@ func (a *Agent) Opts() map[string]any {
 		"master_type": a.MasterType, "pki_dir": a.PkiDir, "cachedir": a.CacheDir, "sock_dir": a.SockDir,
 		"file_client": a.FileClient, "log_level": a.LogLevel, "log_file": a.LogFile,
 		"acceptance_wait_time": a.AcceptanceWaitTime, "random_reauth_delay": a.RandomReauthDelay,
-		"retry_dns": a.RetryDNS, "spool_max": a.SpoolMax,
+		"auth_timeout": a.AuthTimeout, "retry_dns": a.RetryDNS, "spool_max": a.SpoolMax,
 		"file_roots": rootsOpt(a.FileRoots), "test": a.Test, "failhard": a.Failhard,
 		"state_events": a.StateEvents, "state_queue": a.StateQueue, "service_init_dir": a.ServiceInitDir,
 	} {

@@ -100,7 +100,7 @@ func TestAgentDefaults(t *testing.T) {
 		t.Errorf("ID got %q, want the host name %q", got.ID, host)
 	}
 	if fmt.Sprint(got.Master) != "[salt]" || got.MasterPort != 4506 || got.MasterType != "str" ||
-		got.RandomReauthDelay != 10 || got.AcceptanceWaitTime != 10 || got.RetryDNS != 30 ||
+		got.RandomReauthDelay != 10 || got.AcceptanceWaitTime != 10 || got.RetryDNS != 30 || got.AuthTimeout != 5 ||
 		got.PkiDir != "/etc/halite/pki/agent" || got.FileClient != "remote" {
 		t.Errorf("DefaultAgent() got %+v, want Salt's defaults", got)
 	}
@@ -201,8 +201,8 @@ func TestAgentOptions(t *testing.T) {
 		{"failover knobs", "master_alive_interval: 30\nmaster_failback: yes\nmaster_failback_interval: 60\nmaster_shuffle: on\nrandom_master: true\n", func(a *Agent) {
 			a.MasterAliveInterval, a.MasterFailback, a.MasterFailbackInterval, a.MasterShuffle, a.RandomMaster = 30, true, 60, true, true
 		}},
-		{"auth knobs", "random_reauth_delay: 3\nacceptance_wait_time: 2\nacceptance_wait_time_max: 20\nretry_dns: 0\nmaster_finger: 'ab:cd'\nmaster_port: 4600\n", func(a *Agent) {
-			a.RandomReauthDelay, a.AcceptanceWaitTime, a.AcceptanceWaitTimeMax, a.RetryDNS, a.MasterFinger, a.MasterPort = 3, 2, 20, 0, "ab:cd", 4600
+		{"auth knobs", "random_reauth_delay: 3\nacceptance_wait_time: 2\nacceptance_wait_time_max: 20\nretry_dns: 0\nmaster_finger: 'ab:cd'\nmaster_port: 4600\nauth_timeout: 20\n", func(a *Agent) {
+			a.RandomReauthDelay, a.AcceptanceWaitTime, a.AcceptanceWaitTimeMax, a.RetryDNS, a.MasterFinger, a.MasterPort, a.AuthTimeout = 3, 2, 20, 0, "ab:cd", 4600, 20
 		}},
 		{"master_port quoted, as Salt allows", "master_port: '4600'\n", func(a *Agent) { a.MasterPort = 4600 }},
 		{"spool_max", "spool_max: 1048576\n", func(a *Agent) { a.SpoolMax = 1 << 20 }},
@@ -461,6 +461,8 @@ func TestErrors(t *testing.T) {
 			`D/agent:1: master: master "": want a host, host:port or [v6]:port, with a port from 1 to 65535`},
 		{"master bad v6", map[string]string{"agent": "master: '[fe80::1'\n"}, true,
 			`D/agent:1: master: master "[fe80::1": want a host, host:port or [v6]:port, with a port from 1 to 65535`},
+		{"auth_timeout 0", map[string]string{"agent": "id: a\nauth_timeout: 0\n"}, true,
+			`D/agent:2: auth_timeout: expected an integer from 1 to 3600, got 0`},
 		{"jid_node range", map[string]string{"master": "jid_node: 1000\n"}, false,
 			`D/master:1: jid_node: expected an integer from 0 to 999, got 1000`},
 		{"int from list", map[string]string{"master": "keep_jobs: [1]\n"}, false,

@@ -60,6 +60,10 @@ type Options struct {
 	// returns what the agent's return carries.
 	Exec       func(ctx context.Context, id string, b *protocol.JobBody) (ret any, retcode int, success bool)
 	MaxBackoff time.Duration // reconnect backoff ceiling; default 5s
+	// AuthTimeout is the agent's auth_timeout: how long one try may go
+	// unanswered (QUIC's handshake idle timeout); default 5 s, as the
+	// agent's. A try gets twice that, at least 10 s, as the agent's.
+	AuthTimeout time.Duration
 	// Seed, if set, derives every agent's key from it and the agent's id
 	// (else keys are random), so that PreAccept can record them first.
 	Seed string
@@ -422,8 +426,11 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 		a.master.Store(&p)
 		return nil
 	}
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	qc := protocol.AgentQUICConfig()
+	if f.opts.AuthTimeout > 0 {
+		qc.HandshakeIdleTimeout = f.opts.AuthTimeout
+	}
+	dctx, cancel := context.WithTimeout(ctx, max(10*time.Second, 2*qc.HandshakeIdleTimeout))
 	if f.census != nil {
 		qc.Tracer = f.census.trace
 	}

@@ -85,6 +85,7 @@ type relayReport struct {
 	Storm            string  `json:"storm,omitempty"`
 	StormS           float64 `json:"storm_all_back_s,omitempty"`
 	StormPingMS      float64 `json:"storm_first_ping_ms,omitempty"`
+	AuthTimeoutS     int     `json:"auth_timeout_s,omitempty"` // -auth-timeout, when set
 	// Connected: the three processes when every device was connected
 	// (cores: over the last 10 s and since the devices started).
 	Connected saturation `json:"connected"`
@@ -141,7 +142,8 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 	srss0 := rssKiB(os.Getpid())
 	simCPU0, relayCPU0, masterCPU0 := cpuTime(os.Getpid()), cpuTime(child.Process.Pid), cpuTime(m.cmd.Process.Pid)
 	start := time.Now()
-	f, err := fleet.Start("", fleet.Options{N: n, MasterFP: m.Finger, Addrs: addrs, Ramp: ramp, Seed: opts.Seed})
+	f, err := fleet.Start("", fleet.Options{N: n, MasterFP: m.Finger, Addrs: addrs, Ramp: ramp, Seed: opts.Seed,
+		AuthTimeout: time.Duration(*authTimeout) * time.Second})
 	if err != nil {
 		return err
 	}
@@ -351,6 +353,7 @@ func measureRelays(n, r, rounds, warmup int, storm string, ramp, admit int, asJS
 			fmt.Fprintf(os.Stderr, "fleetsim: ping after the storm: %v\n", err)
 		}
 		rep.Storm, rep.StormS, rep.StormPingMS = storm, back.Seconds(), ms(d)
+		rep.AuthTimeoutS = *authTimeout
 	}
 	rep.Cut = strings.TrimPrefix(cut, "; ")
 	if asJSON {
