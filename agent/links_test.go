@@ -369,9 +369,30 @@ func TestFailoverEvents(t *testing.T) {
 // TestAuthTimeout: auth_timeout (Salt's: the time each try to reach a
 // master may wait for an answer, salt/config/__init__.py: 5 s; Salt's doc
 // doc/ref/configuration/minion.rst) is how long a try to a master that
-// never answers lasts before it is given up: about auth_timeout, not the
-// 5 s default, and a larger one is waited out.
+// never answers lasts before it is given up: about auth_timeout, and a
+// larger one is waited out. Unset, it is Salt's 5 s only where giving up
+// moves the agent to another master (failover), 20 s otherwise.
 func TestAuthTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		masters []string
+		typ     string
+		want    time.Duration
+	}{
+		{"one master", []string{"m1"}, "str", 20 * time.Second},
+		{"hot masters", []string{"m1", "m2"}, "str", 20 * time.Second},
+		{"failover, one master", []string{"m1"}, "failover", 20 * time.Second},
+		{"failover", []string{"m1", "m2"}, "failover", 5 * time.Second},
+	} {
+		a := newTestAgent(t, "auto", nil, func(c *config.Agent) { c.Master, c.MasterType = tc.masters, tc.typ })
+		if got := a.quicConfig().HandshakeIdleTimeout; got != tc.want {
+			t.Errorf("%s, auth_timeout unset: QUIC handshake idle timeout %v, want %v", tc.name, got, tc.want)
+		}
+		for _, o := range a.outs {
+			o.spool.close()
+		}
+	}
+
 	silent, err := net.ListenPacket("udp", "127.0.0.1:0") // reads nothing, answers nothing
 	if err != nil {
 		t.Fatal(err)

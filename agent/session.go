@@ -28,13 +28,21 @@ func (a *Agent) tryTimeout() time.Duration {
 	return max(handshakeTimeout, 2*a.authTimeout())
 }
 
-// authTimeout is Salt's auth_timeout, the time one try may go unanswered
-// (salt/config/__init__.py: 5 s): QUIC's handshake idle timeout.
+// authTimeout is Salt's auth_timeout, the time one try may go unanswered:
+// QUIC's handshake idle timeout. Unset (0), it is Salt's 5 s
+// (salt/config/__init__.py) when a try given up sends the agent to another
+// master (failover), and protocol.PatientHandshakeIdleTimeout otherwise: with one master or
+// relay, or all at once (hot), the next try goes to the same address, and a
+// try given up early only costs a new key exchange in a relay's reconnect
+// storm (docs/BENCHMARKS.md).
 func (a *Agent) authTimeout() time.Duration {
-	if a.cfg.AuthTimeout <= 0 {
+	switch {
+	case a.cfg.AuthTimeout > 0:
+		return time.Duration(a.cfg.AuthTimeout) * time.Second
+	case a.cfg.MasterType == "failover" && len(a.cfg.Master) > 1:
 		return 5 * time.Second
 	}
-	return time.Duration(a.cfg.AuthTimeout) * time.Second
+	return protocol.PatientHandshakeIdleTimeout
 }
 
 // masterConn is a connection to a master whose handshake is done: the

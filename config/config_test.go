@@ -100,7 +100,7 @@ func TestAgentDefaults(t *testing.T) {
 		t.Errorf("ID got %q, want the host name %q", got.ID, host)
 	}
 	if fmt.Sprint(got.Master) != "[salt]" || got.MasterPort != 4506 || got.MasterType != "str" ||
-		got.RandomReauthDelay != 10 || got.AcceptanceWaitTime != 10 || got.RetryDNS != 30 || got.AuthTimeout != 5 ||
+		got.RandomReauthDelay != 10 || got.AcceptanceWaitTime != 10 || got.RetryDNS != 30 || got.AuthTimeout != 0 ||
 		got.PkiDir != "/etc/halite/pki/agent" || got.FileClient != "remote" {
 		t.Errorf("DefaultAgent() got %+v, want Salt's defaults", got)
 	}
@@ -461,8 +461,8 @@ func TestErrors(t *testing.T) {
 			`D/agent:1: master: master "": want a host, host:port or [v6]:port, with a port from 1 to 65535`},
 		{"master bad v6", map[string]string{"agent": "master: '[fe80::1'\n"}, true,
 			`D/agent:1: master: master "[fe80::1": want a host, host:port or [v6]:port, with a port from 1 to 65535`},
-		{"auth_timeout 0", map[string]string{"agent": "id: a\nauth_timeout: 0\n"}, true,
-			`D/agent:2: auth_timeout: expected an integer from 1 to 3600, got 0`},
+		{"auth_timeout negative", map[string]string{"agent": "id: a\nauth_timeout: -1\n"}, true,
+			`D/agent:2: auth_timeout: expected an integer from 0 to 3600, got -1`},
 		{"jid_node range", map[string]string{"master": "jid_node: 1000\n"}, false,
 			`D/master:1: jid_node: expected an integer from 0 to 999, got 1000`},
 		{"int from list", map[string]string{"master": "keep_jobs: [1]\n"}, false,

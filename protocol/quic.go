@@ -35,6 +35,13 @@ const (
 	AgentKeepAlivePeriod = 60 * time.Second
 )
 
+// PatientHandshakeIdleTimeout is an agent's handshake idle timeout when
+// auth_timeout is unset and a try given up would go to the same master or
+// relay again (agent.authTimeout): a relay at its bound on handshakes in
+// progress leaves a device's first packet unanswered, and a device that
+// gives up at QUICConfig's 5 s starts again with a new key exchange.
+const PatientHandshakeIdleTimeout = 20 * time.Second
+
 // DeviceMaxAckDelay is the max_ack_delay (Config.MaxAckDelay, a field of
 // Halite's quic-go copy) advertised on a device's hop, by the agent and by a
 // relay's device listener, instead of QUICConfig's 200 ms: how late either

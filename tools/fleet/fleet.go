@@ -61,8 +61,9 @@ type Options struct {
 	Exec       func(ctx context.Context, id string, b *protocol.JobBody) (ret any, retcode int, success bool)
 	MaxBackoff time.Duration // reconnect backoff ceiling; default 5s
 	// AuthTimeout is the agent's auth_timeout: how long one try may go
-	// unanswered (QUIC's handshake idle timeout); default 5 s, as the
-	// agent's. A try gets twice that, at least 10 s, as the agent's.
+	// unanswered (QUIC's handshake idle timeout). Unset, the agent's
+	// default for one master or relay, protocol.PatientHandshakeIdleTimeout.
+	// A try gets twice that, at least 10 s, as the agent's.
 	AuthTimeout time.Duration
 	// Seed, if set, derives every agent's key from it and the agent's id
 	// (else keys are random), so that PreAccept can record them first.
@@ -427,6 +428,7 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 		return nil
 	}
 	qc := protocol.AgentQUICConfig()
+	qc.HandshakeIdleTimeout = protocol.PatientHandshakeIdleTimeout
 	if f.opts.AuthTimeout > 0 {
 		qc.HandshakeIdleTimeout = f.opts.AuthTimeout
 	}

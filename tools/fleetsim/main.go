@@ -60,7 +60,7 @@ var (
 	stall          = flag.Duration("stall", 0, "with -relays: give up when no more devices have connected for this long (0: never)")
 	maxRSS         = flag.Int("max-rss", 0, "with -relays: give up when the simulator's, relays' and master's RSS add up to more than this many MiB (0: no limit)")
 	deadline       = flag.Duration("deadline", 0, "with -relays: the whole measurement's time (0: none): connecting gets what is left of it, no round starts and the storm is left out once it has passed, and the report says so")
-	authTimeout    = flag.Int("auth-timeout", 0, "with -relays: the devices' auth_timeout, seconds (0: the agent's default, 5)")
+	authTimeout    = flag.Int("auth-timeout", 0, "with -relays: the devices' auth_timeout, seconds (0: the agent's default with one relay, 20)")
 	hold           = flag.Duration("hold", 0, "with -relays: wait this long once every device is connected (after the connect figures are read) before the first round: time to profile the processes idle (FLEETSIM_RELAY_PPROF)")
 	simGOGC        = flag.Int("sim-gogc", 0, "the simulator's own GOGC (its relays and master keep theirs; 0: GOGC's)")
 	relayGOGC      = flag.Int("relay-gogc", 0, "with -relays: the relays' process's GOGC, as a user's GOGC in the relay's environment would set it (0: the relay's own choice)")
