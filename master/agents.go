@@ -91,12 +91,16 @@ type session struct {
 	writing    bool
 	writerDone chan struct{}
 	noWriter   bool
-	once       sync.Once
-	log        *zap.Logger
-	since      time.Time
-	toAck      atomic.Uint64 // the highest seq stored or published, to acknowledge
-	acked      uint64        // the highest seq acknowledged; only ackLoop touches it
-	relay      *relayLink    // the relay the agent is behind; nil: a direct connection
+	// holdOut: the agent's KeyStatus is not written yet, so frames sent
+	// meanwhile (a job published once the session is attached) are queued
+	// for the writer, which starts once it is (releaseOut). Under sendMu.
+	holdOut bool
+	once    sync.Once
+	log     *zap.Logger
+	since   time.Time
+	toAck   atomic.Uint64 // the highest seq stored or published, to acknowledge
+	acked   uint64        // the highest seq acknowledged; only ackLoop touches it
+	relay   *relayLink    // the relay the agent is behind; nil: a direct connection
 	// handled: the highest seq handled by the session this one resumes
 	// (registry.attach); items up to it are acknowledged, not handled again.
 	handled uint64
@@ -142,7 +146,7 @@ func (s *session) trySend(wire []byte) (ok bool, k protocol.Kind, msg string) {
 		return false, 0, ""
 	default:
 	}
-	if s.queued == 0 {
+	if s.queued == 0 && !s.holdOut {
 		err := s.stream.TryWriteAll(wire)
 		if err == nil {
 			return true, 0, ""
@@ -165,12 +169,26 @@ func (s *session) enqueue(wire []byte) bool {
 	}
 	s.out = append(s.out, wire)
 	s.queued++
-	if !s.writing && !s.noWriter {
+	s.startWriter()
+	return true
+}
+
+// startWriter starts the writer if frames wait and none runs or may not.
+// The caller holds sendMu.
+func (s *session) startWriter() {
+	if s.queued > 0 && !s.writing && !s.noWriter && !s.holdOut {
 		s.writing = true
 		s.writerDone = make(chan struct{})
 		go s.writeOut(s.writerDone)
 	}
-	return true
+}
+
+// releaseOut lets the frames held while the KeyStatus was written go out.
+func (s *session) releaseOut() {
+	s.sendMu.Lock()
+	s.holdOut = false
+	s.startWriter()
+	s.sendMu.Unlock()
 }
 
 // nextOut takes the oldest frame from out (not empty), letting the queue's
@@ -510,7 +528,17 @@ func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, v
 			if hello.Grains != nil {
 				m.minions.setGrains(hello.ID, hello.Grains)
 			}
+			if via == "" {
+				// A direct agent reads the status first: what is
+				// published to it meanwhile waits in its queue.
+				s.sendMu.Lock()
+				s.holdOut = true
+				s.sendMu.Unlock()
+			}
 			replaced = m.minions.attach(s)
+			if m.afterAttach != nil && via == "" {
+				m.afterAttach(s)
+			}
 		}
 	}
 	if err := s.f.Write(status); err != nil {
@@ -524,6 +552,7 @@ func (m *Master) admit(ctx context.Context, s *session, hello *protocol.Hello, v
 		}
 		return false, false
 	}
+	s.releaseOut()
 	if replaced != nil {
 		replaced.close(protocol.KindOther, "replaced by a new connection")
 	}

@@ -38,6 +38,10 @@ var Version = version.Version
 // Its parts are listed in the order New builds them and Run starts them
 // (doc.go says what each is).
 type Master struct {
+	// afterAttach, if set (tests), is called once a direct agent's session
+	// is attached, before its KeyStatus is written.
+	afterAttach func(*session)
+
 	cfg  *config.Master
 	log  *zap.Logger
 	id   *protocol.Identity
