@@ -38,6 +38,12 @@ const maxGroup = 4096
 // returns bucket (see fold).
 const foldAt = 8192
 
+// maxStagedRecord is the most bytes of returns one staged record holds
+// (one return larger than that is a record of its own): a group commit of
+// large returns (highstates) is several records, not one value of the
+// group's size.
+const maxStagedRecord = 1 << 20
+
 // purgeChunk is the most keys one CleanOld transaction deletes, so a large
 // purge does not hold the writer for long or build one huge transaction.
 const purgeChunk = 10000
@@ -355,7 +361,7 @@ func wrapReturnErr(r *protocol.ReturnBody, err error) error {
 // outcome. If the transaction fails, each member is retried alone, so one bad
 // return does not fail the others.
 //
-// The group's new returns are staged: one record in bucket staged (see
+// The group's new returns are staged: a record in bucket staged (see
 // staged.go), appended at the end. Returns arrive in no order of agent id,
 // so putting them in bucket returns (keyed jid/id) one group at a time
 // rewrote most of a job's leaf pages at every commit.
@@ -375,7 +381,21 @@ func (c *Cache) commitGroup(group []*pendingReturn) {
 				size += 2*binary.MaxVarintLen64 + len(p.key) + len(p.val)
 			}
 			held := b.Cursor()
-			buf := make([]byte, 0, size) // the group's one staged record
+			// The group's staged records, cut in one buffer never grown
+			// (bbolt keeps what is put until the commit).
+			buf := make([]byte, 0, size)
+			rec := 0 // where the record being filled starts in buf
+			flush := func() error {
+				if len(buf) == rec {
+					return nil
+				}
+				if err := staged.Put(binary.BigEndian.AppendUint64(nil, c.seq+1), buf[rec:]); err != nil {
+					return err
+				}
+				c.seq++
+				rec = len(buf)
+				return nil
+			}
 			for _, p := range ps {
 				if p.load {
 					if err := loads.Put(p.key, p.val); err != nil {
@@ -387,20 +407,18 @@ func (c *Cache) commitGroup(group []*pendingReturn) {
 				if _, ok := c.staged[string(p.key)]; ok || has(held, p.key) {
 					continue
 				}
+				if n := len(buf) - rec; n > 0 && n+2*binary.MaxVarintLen64+len(p.key)+len(p.val) > maxStagedRecord {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
 				buf = appendStaged(buf, p.key, p.val)
 				k := string(p.key)
 				c.staged[k] = struct{}{}
 				added = append(added, k)
 				p.isNew = true
 			}
-			if len(buf) == 0 {
-				return nil
-			}
-			if err := staged.Put(binary.BigEndian.AppendUint64(nil, c.seq+1), buf); err != nil {
-				return err
-			}
-			c.seq++
-			return nil
+			return flush()
 		})
 		if err != nil {
 			for _, k := range added {

@@ -18,7 +18,8 @@ import (
 // group's keys (jid/id) fell on most of the job's leaf pages, which bbolt
 // read into nodes and wrote back at every commit (a job of 10,000 returns
 // is about 400 pages, and a round of it some 70 commits). Instead each
-// commit appends one record to bucket staged:
+// commit appends a record to bucket staged (several when its returns are
+// more than maxStagedRecord bytes):
 //
 //	staged   sequence number (8 bytes, big-endian)  -> entries
 //	entry    uvarint len(key), key (jid/id), uvarint len(value), value

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -266,4 +267,52 @@ func TestEachStaged(t *testing.T) {
 			t.Errorf("eachStaged(%x): parsed, want refused", bad)
 		}
 	}
+}
+
+// TestStagedLargeGroup: a group commit whose returns are more than
+// maxStagedRecord bytes is staged as several records, none much larger,
+// and every return reads back before and after the fold.
+func TestStagedLargeGroup(t *testing.T) {
+	c := openCache(t, "")
+	defer c.Close()
+	jid := JIDAt(t0)
+	big := strings.Repeat("x", 300<<10)
+	var rs []*protocol.ReturnBody
+	var ids []string
+	for _, id := range idsN(10) {
+		r := newReturn(jid, id)
+		r.Return = big
+		rs, ids = append(rs, r), append(ids, id)
+	}
+	if _, errs := c.SaveReturnsNew(rs, nil); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	records, largest := 0, 0
+	if err := c.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketStaged).ForEach(func(k, v []byte) error {
+			records, largest = records+1, max(largest, len(v))
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if records < 3 || largest > maxStagedRecord {
+		t.Errorf("10 returns of 300 KiB staged as %d records, the largest %d bytes; want at least 3 of at most %d", records, largest, maxStagedRecord)
+	}
+	check := func(when string) {
+		got, err := c.GetReturns(jid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if r := got[id]; r == nil || r.Return != big {
+				t.Errorf("%s: %s's return missing or changed", when, id)
+			}
+		}
+	}
+	check("staged")
+	if err := c.fold(); err != nil {
+		t.Fatal(err)
+	}
+	check("folded")
 }
