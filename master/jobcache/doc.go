@@ -12,9 +12,10 @@
 //	returns  jid + "/" + id    -> protocol.ReturnBody, CBOR
 //	staged   sequence number   -> returns committed together, not yet in returns
 //
-// A commit appends its returns to bucket staged as one record, and every
-// 8,192 returns they move to bucket returns in key order in one
-// transaction (staged.go says why; the readers read both buckets).
+// A commit appends its returns to bucket staged as a record (several of
+// at most 1 MiB for large returns), and every 8,192 returns they move to
+// bucket returns in key order in one transaction (staged.go says why; the
+// readers read both buckets).
 //
 // Job ids are Salt's 20-digit UTC timestamps (%Y%m%d%H%M%S%f), so the byte
 // order of the keys is time order: the returns of a job are one prefix scan,
