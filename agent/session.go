@@ -17,24 +17,18 @@ import (
 	"github.com/halite-fleet/halite/targets"
 )
 
-// handshakeTimeout is the least time a try to reach a master has for its
-// handshake (QUIC and TLS, then the Hello and the key status).
-const handshakeTimeout = 10 * time.Second
-
-// tryTimeout is the time a try to reach a master has for its handshake:
-// twice auth_timeout, the time it may go unanswered, and at least
-// handshakeTimeout.
+// tryTimeout is the time a try to reach a master has for its handshake.
 func (a *Agent) tryTimeout() time.Duration {
-	return max(handshakeTimeout, 2*a.authTimeout())
+	return protocol.HandshakeTryTimeout(a.authTimeout())
 }
 
 // authTimeout is Salt's auth_timeout, the time one try may go unanswered:
 // QUIC's handshake idle timeout. Unset (0), it is Salt's 5 s
 // (salt/config/__init__.py) when a try given up sends the agent to another
-// master (failover), and protocol.PatientHandshakeIdleTimeout otherwise: with one master or
-// relay, or all at once (hot), the next try goes to the same address, and a
-// try given up early only costs a new key exchange in a relay's reconnect
-// storm (docs/BENCHMARKS.md).
+// master (failover), and protocol.PatientHandshakeIdleTimeout otherwise:
+// with one master or relay, or all at once (hot), the next try goes to the
+// same address, and a try given up early only costs a new key exchange in a
+// relay's reconnect storm (docs/BENCHMARKS.md).
 func (a *Agent) authTimeout() time.Duration {
 	switch {
 	case a.cfg.AuthTimeout > 0:

@@ -42,6 +42,14 @@ const (
 // gives up at QUICConfig's 5 s starts again with a new key exchange.
 const PatientHandshakeIdleTimeout = 20 * time.Second
 
+// HandshakeTryTimeout is the time a try to reach a master or relay has for
+// its whole handshake (QUIC and TLS, then the Hello and the key status)
+// when it may go idle unanswered for idle: twice that, as quic-go's own
+// handshake timeout, and at least 10 s.
+func HandshakeTryTimeout(idle time.Duration) time.Duration {
+	return max(10*time.Second, 2*idle)
+}
+
 // DeviceMaxAckDelay is the max_ack_delay (Config.MaxAckDelay, a field of
 // Halite's quic-go copy) advertised on a device's hop, by the agent and by a
 // relay's device listener, instead of QUICConfig's 200 ms: how late either

@@ -432,7 +432,7 @@ func (f *Fleet) session(ctx context.Context, a *simAgent, addr *net.UDPAddr) err
 	if f.opts.AuthTimeout > 0 {
 		qc.HandshakeIdleTimeout = f.opts.AuthTimeout
 	}
-	dctx, cancel := context.WithTimeout(ctx, max(10*time.Second, 2*qc.HandshakeIdleTimeout))
+	dctx, cancel := context.WithTimeout(ctx, protocol.HandshakeTryTimeout(qc.HandshakeIdleTimeout))
 	if f.census != nil {
 		qc.Tracer = f.census.trace
 	}
